@@ -1,0 +1,341 @@
+// kubelet command-line flags, and loading the whole configuration (file + flags).
+//
+// As upstream: flags that map to KubeletConfiguration fields override the file, but
+// only when given on the command line (their defaults never override the file);
+// feature gates from flags are merged over the file's; without --config the built-in
+// defaults plus upstream's legacy command-line defaults apply (see applyLegacyDefaults).
+// Syntax follows pflag: --flag=value, --flag value, booleans as --flag or --flag=false
+// (a bare boolean never consumes the next argument), shorthands -v 4, -v=4, -v4, -h.
+
+import { promises as fsp } from 'node:fs';
+import { isIP } from 'node:net';
+import { dirname, resolve as resolvePath } from 'node:path';
+
+import { DurationError, parseDuration } from './duration.js';
+import { ConfigError } from './errors.js';
+import {
+  defaultKubeletConfig,
+  type KubeletConfig,
+  parseKubeletConfigFile,
+  resolveKubeletConfig,
+  resolveRelativePaths,
+  validateKubeletConfig,
+} from './kubelet-config.js';
+
+/** Settings that only exist as flags (not KubeletConfiguration fields). */
+export interface KubeletFlags {
+  /** --config: path of the KubeletConfiguration file, undefined = built-in defaults. */
+  configFile?: string;
+  /** --kubeconfig: API server credentials; undefined = standalone mode (no API server). */
+  kubeconfig?: string;
+  /** --root-dir. Default /var/lib/kubelet. */
+  rootDir: string;
+  /** --hostname-override; undefined = the machine's hostname. */
+  hostnameOverride?: string;
+  /** --node-ip: one IP, or two (IPv4 and IPv6) for dual-stack; [] = auto-detect. */
+  nodeIP: string[];
+  /** -v / --v: log verbosity. Default 0. */
+  verbosity: number;
+  /** -h / --help was given: print usage() and exit. */
+  help: boolean;
+}
+
+type FlagKind = 'string' | 'bool' | 'int' | 'duration' | 'featureGates';
+
+interface FlagSpec {
+  name: string;
+  short?: string;
+  kind: FlagKind;
+  /** The KubeletConfig field the flag overrides, or a KubeletFlags field. */
+  configField?: keyof KubeletConfig;
+  flagField?: keyof KubeletFlags;
+  /** Shown in usage(). */
+  defaultText?: string;
+  help: string;
+  /** kubelet-ts's own flags and the few upstream keeps undeprecated. */
+  notDeprecated?: boolean;
+}
+
+const FLAG_SPECS: readonly FlagSpec[] = [
+  { name: 'config', kind: 'string', flagField: 'configFile', notDeprecated: true,
+    help: 'The kubelet loads its initial configuration from this file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1). Relative paths start at the current directory. Omit it to use the built-in defaults. Flags override the file.' },
+  { name: 'kubeconfig', kind: 'string', flagField: 'kubeconfig', notDeprecated: true,
+    help: 'Path to a kubeconfig file saying how to connect to the API server. Providing --kubeconfig enables API server mode; omitting it enables standalone mode.' },
+  { name: 'root-dir', kind: 'string', flagField: 'rootDir', defaultText: '/var/lib/kubelet', notDeprecated: true,
+    help: 'Directory path for managing kubelet files (volume mounts, etc).' },
+  { name: 'hostname-override', kind: 'string', flagField: 'hostnameOverride', notDeprecated: true,
+    help: 'If non-empty, use this string as identification instead of the actual hostname.' },
+  { name: 'node-ip', kind: 'string', flagField: 'nodeIP', notDeprecated: true,
+    help: 'IP address (or comma-separated dual-stack IP addresses) of the node. If unset, the node\'s default IPv4 address is used, or its default IPv6 address if it has none.' },
+  { name: 'v', short: 'v', kind: 'int', flagField: 'verbosity', defaultText: '0', notDeprecated: true,
+    help: 'Number for the log level verbosity.' },
+  { name: 'help', short: 'h', kind: 'bool', flagField: 'help', notDeprecated: true, help: 'Help for kubelet-ts.' },
+  { name: 'container-runtime-endpoint', kind: 'string', configField: 'containerRuntimeEndpoint',
+    defaultText: 'unix:///run/containerd/containerd.sock', help: 'The endpoint of the remote runtime service (CRI).' },
+  { name: 'image-service-endpoint', kind: 'string', configField: 'imageServiceEndpoint',
+    help: 'The endpoint of the remote image service. If not specified, the same as --container-runtime-endpoint.' },
+  { name: 'pod-manifest-path', kind: 'string', configField: 'staticPodPath',
+    help: 'Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots are ignored.' },
+  { name: 'manifest-url', kind: 'string', configField: 'staticPodURL', help: 'URL for accessing additional Pod specifications to run.' },
+  { name: 'read-only-port', kind: 'int', configField: 'readOnlyPort', defaultText: '10255 without --config, else 0',
+    help: 'The read-only port for the kubelet to serve on with no authentication/authorization (set to 0 to disable).' },
+  { name: 'healthz-port', kind: 'int', configField: 'healthzPort', defaultText: '10248',
+    help: 'The port of the localhost healthz endpoint (set to 0 to disable).' },
+  { name: 'healthz-bind-address', kind: 'string', configField: 'healthzBindAddress', defaultText: '127.0.0.1',
+    help: 'The IP address for the healthz server to serve on (set to 0.0.0.0 or :: for listening on all interfaces and IP families).' },
+  { name: 'cgroup-root', kind: 'string', configField: 'cgroupRoot',
+    help: 'Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis.' },
+  { name: 'cgroup-driver', kind: 'string', configField: 'cgroupDriver', defaultText: 'cgroupfs',
+    help: 'Driver that the kubelet uses to manipulate cgroups on the host. Possible values: cgroupfs, systemd.' },
+  { name: 'max-pods', kind: 'int', configField: 'maxPods', defaultText: '110', help: 'Number of Pods that can run on this kubelet.' },
+  { name: 'sync-frequency', kind: 'duration', configField: 'syncFrequency', defaultText: '1m0s',
+    help: 'Max period between synchronizing running containers and config.' },
+  { name: 'file-check-frequency', kind: 'duration', configField: 'fileCheckFrequency', defaultText: '20s',
+    help: 'Duration between checking config files for new data.' },
+  { name: 'http-check-frequency', kind: 'duration', configField: 'httpCheckFrequency', defaultText: '20s',
+    help: 'Duration between checking http for new data.' },
+  { name: 'runtime-request-timeout', kind: 'duration', configField: 'runtimeRequestTimeout', defaultText: '2m0s',
+    help: 'Timeout of all runtime requests except long running requests - pull, logs, exec and attach.' },
+  { name: 'fail-swap-on', kind: 'bool', configField: 'failSwapOn', defaultText: 'true',
+    help: 'Makes the kubelet fail to start if swap is enabled on the node.' },
+  { name: 'feature-gates', kind: 'featureGates', configField: 'featureGates',
+    help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. Foo=true,Bar=false.' },
+  { name: 'stats-backend', kind: 'string', configField: 'statsBackend', defaultText: 'native', notDeprecated: true,
+    help: 'kubelet-ts: where cgroup statistics come from: native (C++ addon), fs (pure TypeScript), cri (the runtime).' },
+  { name: 'oom-watcher', kind: 'string', configField: 'oomWatcher', defaultText: 'auto', notDeprecated: true,
+    help: 'kubelet-ts: how OOM kills are observed: auto, ebpf, cgroup (inotify/eventfd), kmsg, off.' },
+];
+
+const BY_NAME: ReadonlyMap<string, FlagSpec> = new Map(FLAG_SPECS.map((s) => [s.name, s]));
+const BY_SHORT: ReadonlyMap<string, FlagSpec> = new Map(
+  FLAG_SPECS.filter((s) => s.short !== undefined).map((s) => [s.short!, s]),
+);
+
+// Upstream marks every flag that maps to a KubeletConfiguration field deprecated.
+const DEPRECATION =
+  "This parameter should be set via the config file specified by the Kubelet's --config flag. " +
+  'See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information.';
+
+/** Flag values as given on the command line, by flag name (last one wins, gates merge). */
+export interface ParsedFlags {
+  flags: KubeletFlags;
+  /** Config-field overrides given on the command line. */
+  overrides: Partial<KubeletConfig>;
+  warnings: string[];
+}
+
+function flagError(name: string, detail: string): ConfigError {
+  return new ConfigError(name, detail);
+}
+
+/** Go's strconv.ParseBool. */
+function parseGoBool(s: string): boolean | undefined {
+  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(s)) return true;
+  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(s)) return false;
+  return undefined;
+}
+
+function parseIntFlag(display: string, value: string): number {
+  if (!/^[+-]?\d+$/.test(value)) {
+    throw flagError(display, `invalid argument ${JSON.stringify(value)}: expected an integer`);
+  }
+  const n = Number(value);
+  if (n < -(2 ** 31) || n >= 2 ** 31) throw flagError(display, `invalid argument ${JSON.stringify(value)}: out of range for int32`);
+  return n;
+}
+
+function parseFeatureGates(display: string, value: string, into: Record<string, boolean>): void {
+  for (const raw of value.split(',')) {
+    const item = raw.trim();
+    if (item === '') continue;
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw flagError(display, `missing bool value for ${JSON.stringify(item)} (expected key=value)`);
+    const key = item.slice(0, eq).trim();
+    const b = parseGoBool(item.slice(eq + 1).trim());
+    if (b === undefined) throw flagError(display, `invalid value of ${item}: expected true or false`);
+    into[key] = b;
+  }
+}
+
+/**
+ * Parses the command line (without node and the script: pass process.argv.slice(2)).
+ * Throws ConfigError naming the flag on an unknown flag, a missing or bad value, or a
+ * positional argument.
+ */
+export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
+  const flags: KubeletFlags = { rootDir: '/var/lib/kubelet', nodeIP: [], verbosity: 0, help: false };
+  const overrides: Partial<KubeletConfig> = {};
+  const warnings: string[] = [];
+  const deprecatedSeen = new Set<string>();
+
+  const apply = (spec: FlagSpec, display: string, value: string): void => {
+    let v: string | number | boolean;
+    switch (spec.kind) {
+      case 'string':
+        v = value;
+        break;
+      case 'bool': {
+        const b = parseGoBool(value);
+        if (b === undefined) throw flagError(display, `invalid argument ${JSON.stringify(value)}: expected true or false`);
+        v = b;
+        break;
+      }
+      case 'int':
+        v = parseIntFlag(display, value);
+        break;
+      case 'duration':
+        try {
+          v = parseDuration(value);
+        } catch (err) {
+          if (err instanceof DurationError) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${err.message}`);
+          throw err;
+        }
+        break;
+      case 'featureGates': {
+        const gates = (overrides.featureGates ??= {});
+        parseFeatureGates(display, value, gates);
+        return;
+      }
+    }
+    if (spec.configField !== undefined) {
+      (overrides as Record<string, unknown>)[spec.configField] = v;
+      if (!spec.notDeprecated && !deprecatedSeen.has(spec.name)) {
+        deprecatedSeen.add(spec.name);
+        warnings.push(`Flag --${spec.name} has been deprecated, ${DEPRECATION}`);
+      }
+    } else if (spec.flagField === 'nodeIP') {
+      const ips = String(v).split(',').map((s) => s.trim()).filter((s) => s !== '');
+      for (const ip of ips) {
+        if (isIP(ip) === 0) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${JSON.stringify(ip)} is not an IP address`);
+      }
+      if (ips.length > 2) throw flagError(display, `invalid argument ${JSON.stringify(value)}: at most two IPs (dual-stack) may be given`);
+      flags.nodeIP = ips;
+    } else if (spec.flagField !== undefined) {
+      (flags as unknown as Record<string, unknown>)[spec.flagField] = v;
+    }
+  };
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      if (i + 1 < argv.length) throw flagError('', `unknown command ${JSON.stringify(argv[i + 1])}`);
+      break;
+    }
+    let spec: FlagSpec | undefined;
+    let display: string;
+    let inline: string | undefined;
+    if (arg.startsWith('--')) {
+      const body = arg.slice(2);
+      const eq = body.indexOf('=');
+      const name = eq === -1 ? body : body.slice(0, eq);
+      inline = eq === -1 ? undefined : body.slice(eq + 1);
+      display = `--${name}`;
+      spec = BY_NAME.get(name);
+      if (spec === undefined || name === '') throw flagError(display, 'unknown flag');
+    } else if (arg.startsWith('-') && arg.length > 1) {
+      const short = arg[1]!;
+      display = `-${short}`;
+      spec = BY_SHORT.get(short);
+      if (spec === undefined) throw flagError(arg, `unknown shorthand flag ${JSON.stringify(short)} in ${arg}`);
+      const rest = arg.slice(2);
+      if (rest.startsWith('=')) inline = rest.slice(1);
+      else if (rest !== '') {
+        // pflag reads -v4 as -v 4; a boolean shorthand takes no glued value here.
+        if (spec.kind === 'bool') throw flagError(arg, `unknown shorthand flag ${JSON.stringify(rest[0])} in ${arg}`);
+        inline = rest;
+      }
+    } else {
+      // The kubelet takes no positional arguments.
+      throw flagError('', `unknown command ${JSON.stringify(arg)}`);
+    }
+
+    let value: string;
+    if (inline !== undefined) value = inline;
+    else if (spec.kind === 'bool') value = 'true';
+    else {
+      if (i + 1 >= argv.length) throw flagError(display, 'flag needs an argument');
+      value = argv[++i]!;
+    }
+    apply(spec, display, value);
+  }
+  return { flags, overrides, warnings };
+}
+
+/**
+ * Upstream's legacy command-line defaults, used when no --config file is given:
+ * anonymous authentication on, webhook authentication off, authorization AlwaysAllow,
+ * read-only port 10255. (The config file's v1beta1 defaults are the secure ones.)
+ */
+export function applyLegacyDefaults(c: KubeletConfig): void {
+  c.authentication.anonymous.enabled = true;
+  c.authentication.webhook.enabled = false;
+  c.authorization.mode = 'AlwaysAllow';
+  c.readOnlyPort = 10255;
+}
+
+/** Applies command-line overrides to a config: flags win, feature gates merge. */
+export function applyFlagOverrides(c: KubeletConfig, overrides: Partial<KubeletConfig>): void {
+  for (const [key, value] of Object.entries(overrides)) {
+    if (key === 'featureGates') {
+      c.featureGates = { ...c.featureGates, ...(value as Record<string, boolean>) };
+    } else {
+      (c as unknown as Record<string, unknown>)[key] = value;
+    }
+  }
+}
+
+export type ReadFileFn = (path: string, encoding: 'utf8') => Promise<string>;
+
+/**
+ * Loads the kubelet configuration as upstream does: parse flags, read and default the
+ * --config file (relative paths in it resolved against its directory), apply the flags
+ * given on the command line over it, validate. Throws ConfigError. When --help is given,
+ * returns at once with flags.help set (and the defaults as config).
+ */
+export async function loadConfig(
+  argv: readonly string[],
+  readFile: ReadFileFn = (p, enc) => fsp.readFile(p, enc),
+): Promise<{ config: KubeletConfig; flags: KubeletFlags; warnings: string[] }> {
+  const { flags, overrides, warnings } = parseKubeletFlags(argv);
+  if (flags.help) return { config: defaultKubeletConfig(), flags, warnings };
+
+  let config: KubeletConfig;
+  const file = flags.configFile;
+  if (file !== undefined && file !== '') {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new ConfigError('', `failed to read kubelet config file: ${e.code ?? e.message}`, file);
+    }
+    const parsed = parseKubeletConfigFile(text, file);
+    warnings.push(...parsed.warnings);
+    config = resolveKubeletConfig(parsed.config, warnings, file);
+    resolveRelativePaths(config, dirname(resolvePath(file)));
+  } else {
+    config = defaultKubeletConfig();
+    applyLegacyDefaults(config);
+  }
+  applyFlagOverrides(config, overrides);
+  validateKubeletConfig(config, file !== undefined && file !== '' ? file : undefined);
+  return { config, flags, warnings };
+}
+
+/** The --help text. */
+export function usage(): string {
+  const lines = ['Usage:', '  kubelet-ts [flags]', '', 'Flags:'];
+  const heads = FLAG_SPECS.map((s) => {
+    const type = s.kind === 'bool' ? '' : s.kind === 'featureGates' ? ' mapStringBool' : ` ${s.kind}`;
+    return `${s.short !== undefined ? `-${s.short}, ` : '    '}--${s.name}${type}`;
+  });
+  const width = Math.max(...heads.map((h) => h.length)) + 2;
+  FLAG_SPECS.forEach((s, i) => {
+    let text = s.help;
+    if (s.defaultText !== undefined) text += ` (default ${s.defaultText})`;
+    if (s.configField !== undefined && !s.notDeprecated) text += ` (DEPRECATED: set ${String(s.configField)} in the --config file)`;
+    lines.push(`  ${heads[i]!.padEnd(width)}${text}`);
+  });
+  lines.push('', 'The --config file is a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in YAML or JSON.');
+  return `${lines.join('\n')}\n`;
+}

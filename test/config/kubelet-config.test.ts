@@ -1,0 +1,481 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { ConfigError } from '../../src/config/errors.js';
+import {
+  defaultKubeletConfig,
+  type KubeletConfig,
+  parseKubeletConfigFile,
+  type RawKubeletConfiguration,
+  resolveKubeletConfig,
+  resolveRelativePaths,
+  UPSTREAM_V1BETA1_FIELDS,
+  validateKubeletConfig,
+} from '../../src/config/kubelet-config.js';
+
+/** test/fixtures/config/<name>, found above this file (source or dist) or the working directory. */
+function fixturePath(name: string): string {
+  for (const start of [dirname(fileURLToPath(import.meta.url)), process.cwd()]) {
+    for (let dir = resolve(start); ; dir = dirname(dir)) {
+      const p = join(dir, 'test', 'fixtures', 'config', name);
+      if (existsSync(p)) return p;
+      if (dirname(dir) === dir) break;
+    }
+  }
+  throw new Error(`fixture ${name} not found`);
+}
+
+function loadFixture(name: string): { config: KubeletConfig; warnings: string[] } {
+  const path = fixturePath(name);
+  const parsed = parseKubeletConfigFile(readFileSync(path, 'utf8'), path);
+  const warnings = [...parsed.warnings];
+  const config = resolveKubeletConfig(parsed.config, warnings, path);
+  return { config, warnings };
+}
+
+function fromYaml(body: string, file = 'test.yaml'): { config: KubeletConfig; warnings: string[] } {
+  const text = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${body}`;
+  const parsed = parseKubeletConfigFile(text, file);
+  const warnings = [...parsed.warnings];
+  return { config: resolveKubeletConfig(parsed.config, warnings, file), warnings };
+}
+
+function isConfigError(field: string, ...fragments: string[]) {
+  return (err: unknown): boolean => {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    assert.equal(err.code, 'KubeletConfigInvalid');
+    assert.equal(err.field, field);
+    for (const f of fragments) assert.ok(err.message.includes(f), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(f)}`);
+    return true;
+  };
+}
+
+describe('defaultKubeletConfig', () => {
+  it('holds upstream v1beta1 defaults, durations in ms', () => {
+    const c = defaultKubeletConfig();
+    assert.equal(c.fileCheckFrequency, 20_000);
+    assert.equal(c.httpCheckFrequency, 20_000);
+    assert.equal(c.syncFrequency, 60_000);
+    assert.equal(c.address, '0.0.0.0');
+    assert.equal(c.port, 10250);
+    assert.equal(c.readOnlyPort, 0);
+    assert.equal(c.healthzBindAddress, '127.0.0.1');
+    assert.equal(c.healthzPort, 10248);
+    assert.equal(c.maxPods, 110);
+    assert.equal(c.podPidsLimit, -1);
+    assert.equal(c.runtimeRequestTimeout, 120_000);
+    assert.equal(c.cgroupsPerQOS, true);
+    assert.equal(c.cgroupDriver, 'cgroupfs');
+    assert.equal(c.containerLogMaxSize, '10Mi');
+    assert.equal(c.containerLogMaxFiles, 5);
+    assert.equal(c.serializeImagePulls, true);
+    assert.equal(c.maxParallelImagePulls, null);
+    assert.equal(c.imageMinimumGCAge, 120_000);
+    assert.equal(c.imageGCHighThresholdPercent, 85);
+    assert.equal(c.imageGCLowThresholdPercent, 80);
+    assert.deepEqual(c.evictionHard, {
+      'memory.available': '100Mi',
+      'nodefs.available': '10%',
+      'imagefs.available': '15%',
+      'nodefs.inodesFree': '5%',
+    });
+    assert.equal(c.evictionPressureTransitionPeriod, 300_000);
+    assert.equal(c.nodeStatusUpdateFrequency, 10_000);
+    assert.equal(c.nodeStatusReportFrequency, 300_000);
+    assert.equal(c.nodeLeaseDurationSeconds, 40);
+    assert.equal(c.failSwapOn, true);
+    assert.deepEqual(c.enforceNodeAllocatable, ['pods']);
+    assert.equal(c.registerNode, true);
+    assert.equal(c.eventRecordQPS, 50);
+    assert.equal(c.eventBurst, 100);
+    assert.equal(c.enableServer, true);
+    assert.equal(c.enableDebuggingHandlers, true);
+    assert.equal(c.volumeStatsAggPeriod, 60_000);
+    assert.equal(c.streamingConnectionIdleTimeout, 4 * 3_600_000);
+    assert.equal(c.podLogsDir, '/var/log/pods');
+    assert.equal(c.containerRuntimeEndpoint, 'unix:///run/containerd/containerd.sock');
+    assert.equal(c.authentication.anonymous.enabled, false);
+    assert.equal(c.authentication.webhook.enabled, true);
+    assert.equal(c.authentication.webhook.cacheTTL, 120_000);
+    assert.equal(c.authorization.mode, 'Webhook');
+    assert.equal(c.authorization.webhook.cacheAuthorizedTTL, 300_000);
+    assert.equal(c.authorization.webhook.cacheUnauthorizedTTL, 30_000);
+    assert.equal(c.statsBackend, 'native');
+    assert.equal(c.oomWatcher, 'auto');
+  });
+
+  it('returns a fresh object each time', () => {
+    const a = defaultKubeletConfig();
+    a.evictionHard['memory.available'] = '1Gi';
+    a.enforceNodeAllocatable.push('none');
+    const b = defaultKubeletConfig();
+    assert.equal(b.evictionHard['memory.available'], '100Mi');
+    assert.deepEqual(b.enforceNodeAllocatable, ['pods']);
+  });
+
+  it('validates', () => {
+    validateKubeletConfig(defaultKubeletConfig());
+  });
+});
+
+describe('a kubeadm-generated config', () => {
+  const { config, warnings } = loadFixture('kubeadm-kubelet-config.yaml');
+
+  it('loads the fields it sets', () => {
+    assert.equal(config.cgroupDriver, 'systemd');
+    assert.deepEqual(config.clusterDNS, ['10.96.0.10']);
+    assert.equal(config.clusterDomain, 'cluster.local');
+    assert.equal(config.staticPodPath, '/etc/kubernetes/manifests');
+    assert.equal(config.authentication.x509.clientCAFile, '/etc/kubernetes/pki/ca.crt');
+    assert.equal(config.authentication.anonymous.enabled, false);
+    assert.equal(config.authorization.mode, 'Webhook');
+    assert.equal(config.healthzPort, 10248);
+  });
+
+  it('treats "0s" durations and "" strings as unset', () => {
+    assert.equal(config.syncFrequency, 60_000);
+    assert.equal(config.fileCheckFrequency, 20_000);
+    assert.equal(config.httpCheckFrequency, 20_000);
+    assert.equal(config.runtimeRequestTimeout, 120_000);
+    assert.equal(config.nodeStatusUpdateFrequency, 10_000);
+    assert.equal(config.nodeStatusReportFrequency, 300_000);
+    assert.equal(config.evictionPressureTransitionPeriod, 300_000);
+    assert.equal(config.imageMinimumGCAge, 120_000);
+    assert.equal(config.volumeStatsAggPeriod, 60_000);
+    assert.equal(config.streamingConnectionIdleTimeout, 14_400_000);
+    assert.equal(config.authentication.webhook.cacheTTL, 120_000);
+    assert.equal(config.authorization.webhook.cacheAuthorizedTTL, 300_000);
+    assert.equal(config.authorization.webhook.cacheUnauthorizedTTL, 30_000);
+    assert.equal(config.shutdownGracePeriod, 0);
+    assert.equal(config.containerRuntimeEndpoint, 'unix:///run/containerd/containerd.sock');
+  });
+
+  it('warns once for each upstream field kubelet-ts ignores, naming it', () => {
+    for (const field of [
+      'cpuManagerReconcilePeriod',
+      'imageMaximumGCAge',
+      'logging',
+      'memorySwap',
+      'resolvConf',
+      'rotateCertificates',
+    ]) {
+      const hits = warnings.filter((w) => w.includes(`field ${field} is not supported by kubelet-ts, ignored`));
+      assert.equal(hits.length, 1, `warnings for ${field}: ${JSON.stringify(warnings)}`);
+    }
+    assert.equal(warnings.length, 6, JSON.stringify(warnings));
+    assert.ok(warnings.every((w) => w.includes('kubeadm-kubelet-config.yaml')));
+  });
+
+  it('validates', () => {
+    validateKubeletConfig(config);
+  });
+});
+
+describe('parseKubeletConfigFile', () => {
+  it('reads JSON', () => {
+    const text = JSON.stringify({
+      apiVersion: 'kubelet.config.k8s.io/v1beta1',
+      kind: 'KubeletConfiguration',
+      maxPods: 500,
+      syncFrequency: '30s',
+      evictionHard: { 'memory.available': '500Mi', 'nodefs.available': '5%', 'imagefs.available': '10%', 'nodefs.inodesFree': '5%' },
+      featureGates: { InPlacePodVerticalScaling: true },
+      serializeImagePulls: false,
+      maxParallelImagePulls: 4,
+    });
+    const parsed = parseKubeletConfigFile(text, 'config.json');
+    assert.deepEqual(parsed.warnings, []);
+    const c = resolveKubeletConfig(parsed.config, []);
+    assert.equal(c.maxPods, 500);
+    assert.equal(c.syncFrequency, 30_000);
+    assert.equal(c.evictionHard['memory.available'], '500Mi');
+    assert.deepEqual(c.featureGates, { InPlacePodVerticalScaling: true });
+    assert.equal(c.serializeImagePulls, false);
+    assert.equal(c.maxParallelImagePulls, 4);
+    validateKubeletConfig(c);
+  });
+
+  it('reads a YAML flow mapping that is not JSON', () => {
+    const parsed = parseKubeletConfigFile('{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration, maxPods: 9}', 'f.yaml');
+    assert.equal(resolveKubeletConfig(parsed.config).maxPods, 9);
+  });
+
+  it('keeps a "__proto__" map key as a plain key', () => {
+    const text = '{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","systemReserved":{"__proto__":"1","cpu":"1"}}';
+    const c = resolveKubeletConfig(parseKubeletConfigFile(text, 'p.json').config);
+    assert.deepEqual(Object.keys(c.systemReserved), ['__proto__', 'cpu']);
+    assert.equal(Object.getPrototypeOf(c.systemReserved), Object.prototype);
+    assert.throws(() => validateKubeletConfig(c), isConfigError('systemReserved[__proto__]', 'cannot reserve'));
+  });
+
+  it('rejects broken JSON naming the file', () => {
+    assert.throws(() => parseKubeletConfigFile('{"apiVersion": ', 'c.json'), isConfigError('', 'c.json', 'invalid JSON'));
+  });
+
+  it('rejects broken YAML naming the file', () => {
+    const path = fixturePath('broken-yaml.yaml');
+    assert.throws(() => parseKubeletConfigFile(readFileSync(path, 'utf8'), path), isConfigError('', path, 'invalid YAML'));
+  });
+
+  it('rejects an empty file', () => {
+    assert.throws(() => parseKubeletConfigFile('  \n', 'e.yaml'), isConfigError('', 'e.yaml', 'empty'));
+  });
+
+  it('rejects a document that is not an object', () => {
+    assert.throws(() => parseKubeletConfigFile('- a\n- b\n', 'l.yaml'), isConfigError('', 'expected a KubeletConfiguration object'));
+  });
+
+  it('rejects a wrong apiVersion', () => {
+    const path = fixturePath('wrong-api-version.yaml');
+    assert.throws(
+      () => parseKubeletConfigFile(readFileSync(path, 'utf8'), path),
+      isConfigError('apiVersion', path, '"kubelet.config.k8s.io/v1beta1"', '"kubelet.config.k8s.io/v1alpha1"'),
+    );
+  });
+
+  it('rejects a missing apiVersion', () => {
+    assert.throws(() => parseKubeletConfigFile('kind: KubeletConfiguration\n', 'x.yaml'), isConfigError('apiVersion', 'got none'));
+  });
+
+  it('rejects a wrong kind', () => {
+    const path = fixturePath('wrong-kind.yaml');
+    assert.throws(
+      () => parseKubeletConfigFile(readFileSync(path, 'utf8'), path),
+      isConfigError('kind', '"KubeletConfiguration"', '"CredentialProviderConfig"'),
+    );
+  });
+
+  it('warns about unknown fields, top-level and nested, and keeps kubelet-ts fields', () => {
+    const { config, warnings } = loadFixture('unknown-fields.yaml');
+    assert.ok(warnings.some((w) => w.includes('unknown field "maxPodz"')), JSON.stringify(warnings));
+    assert.ok(warnings.some((w) => w.includes('unknown field "authentication.webhook.cacheTtl"')), JSON.stringify(warnings));
+    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not supported by kubelet-ts, ignored')));
+    assert.equal(warnings.length, 3, JSON.stringify(warnings));
+    assert.equal(config.maxPods, 250);
+    assert.equal(config.statsBackend, 'fs');
+    assert.equal(config.oomWatcher, 'cgroup');
+    assert.equal(config.authentication.webhook.cacheTTL, 120_000);
+  });
+
+  it('lists upstream field names it ignores, and not its own', () => {
+    for (const f of ['rotateCertificates', 'cpuManagerPolicy', 'logging', 'memorySwap', 'tlsCipherSuites', 'maxPods']) {
+      assert.ok(UPSTREAM_V1BETA1_FIELDS.has(f), f);
+    }
+    assert.ok(!UPSTREAM_V1BETA1_FIELDS.has('statsBackend'));
+  });
+});
+
+describe('resolveKubeletConfig: wrong types name the field and the value', () => {
+  it('maxPods: "lots"', () => {
+    const path = fixturePath('bad-type-maxpods.yaml');
+    assert.throws(
+      () => loadFixture('bad-type-maxpods.yaml'),
+      isConfigError('maxPods', `kubelet config ${path}: field maxPods: expected an integer, got "lots"`),
+    );
+  });
+
+  it('a duration written as a number, nested', () => {
+    assert.throws(
+      () => loadFixture('bad-type-nested-duration.yaml'),
+      isConfigError('authentication.webhook.cacheTTL', 'field authentication.webhook.cacheTTL', 'expected a duration string', 'got 120'),
+    );
+  });
+
+  it('fileCheckFrequency: 20', () => {
+    assert.throws(() => fromYaml('fileCheckFrequency: 20\n'), isConfigError('fileCheckFrequency', 'got 20'));
+  });
+
+  it('a duration string Go cannot parse', () => {
+    assert.throws(
+      () => loadFixture('bad-duration-string.yaml'),
+      isConfigError('fileCheckFrequency', 'unknown unit " seconds" in duration "20 seconds"'),
+    );
+  });
+
+  const more: Array<[string, string, string]> = [
+    ['maxPods: 1.5\n', 'maxPods', 'expected an integer, got 1.5'],
+    ['maxPods: 3000000000\n', 'maxPods', 'integer 3000000000 out of range for int32'],
+    ['failSwapOn: "false"\n', 'failSwapOn', 'expected a boolean, got "false"'],
+    ['failSwapOn: yes\n', 'failSwapOn', 'expected a boolean, got "yes"'],
+    ['clusterDNS: 10.96.0.10\n', 'clusterDNS', 'expected a list of strings'],
+    ['clusterDNS: [10.96.0.10, 7]\n', 'clusterDNS[1]', 'expected a string, got 7'],
+    ['clusterDomain: 5\n', 'clusterDomain', 'expected a string, got 5'],
+    ['systemReserved:\n  cpu: 1\n', 'systemReserved[cpu]', 'expected a string, got 1'],
+    ['evictionHard: "100Mi"\n', 'evictionHard', 'expected a map of strings'],
+    ['featureGates:\n  Foo: "on"\n', 'featureGates[Foo]', 'expected a boolean, got "on"'],
+    ['authentication: true\n', 'authentication', 'expected an object, got true'],
+    ['authentication:\n  anonymous:\n    enabled: 1\n', 'authentication.anonymous.enabled', 'expected a boolean, got 1'],
+    ['evictionSoftGracePeriod:\n  memory.available: 30\n', 'evictionSoftGracePeriod[memory.available]', 'expected a duration string'],
+    ['staticPodURLHeader:\n  X-Token: abc\n', 'staticPodURLHeader[X-Token]', 'expected a list of strings'],
+  ];
+  for (const [body, field, fragment] of more) {
+    it(`${field}: ${body.trim().replace(/\n\s*/g, ' ')}`, () => {
+      assert.throws(() => fromYaml(body), isConfigError(field, `field ${field}: ${fragment}`));
+    });
+  }
+});
+
+describe('resolveKubeletConfig: defaulting rules', () => {
+  it('null means unset', () => {
+    const { config } = fromYaml('syncFrequency: null\nmaxPods: ~\nevictionHard: null\n');
+    assert.equal(config.syncFrequency, 60_000);
+    assert.equal(config.maxPods, 110);
+    assert.equal(config.evictionHard['memory.available'], '100Mi');
+  });
+
+  it('zero int fields take defaults, pointer fields keep an explicit 0', () => {
+    const { config } = fromYaml(
+      'maxPods: 0\nport: 0\neventBurst: 0\nnodeLeaseDurationSeconds: 0\nhealthzPort: 0\neventRecordQPS: 0\nimageGCLowThresholdPercent: 0\n',
+    );
+    assert.equal(config.maxPods, 110);
+    assert.equal(config.port, 10250);
+    assert.equal(config.eventBurst, 100);
+    assert.equal(config.nodeLeaseDurationSeconds, 40);
+    assert.equal(config.healthzPort, 0);
+    assert.equal(config.eventRecordQPS, 0);
+    assert.equal(config.imageGCLowThresholdPercent, 0);
+  });
+
+  it('explicit false booleans are kept', () => {
+    const { config } = fromYaml('failSwapOn: false\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\nregisterNode: false\n');
+    assert.equal(config.failSwapOn, false);
+    assert.equal(config.cgroupsPerQOS, false);
+    assert.equal(config.registerNode, false);
+    assert.deepEqual(config.enforceNodeAllocatable, []);
+    validateKubeletConfig(config);
+  });
+
+  it('an explicit nodeStatusUpdateFrequency also becomes the report frequency', () => {
+    assert.equal(fromYaml('nodeStatusUpdateFrequency: 4s\n').config.nodeStatusReportFrequency, 4000);
+    const both = fromYaml('nodeStatusUpdateFrequency: 4s\nnodeStatusReportFrequency: 1m\n').config;
+    assert.equal(both.nodeStatusUpdateFrequency, 4000);
+    assert.equal(both.nodeStatusReportFrequency, 60_000);
+  });
+
+  it('serializeImagePulls defaults to false when maxParallelImagePulls >= 2', () => {
+    assert.equal(fromYaml('maxParallelImagePulls: 3\n').config.serializeImagePulls, false);
+    assert.equal(fromYaml('maxParallelImagePulls: 1\n').config.serializeImagePulls, true);
+  });
+
+  it('negative podPidsLimit becomes -1', () => {
+    assert.equal(fromYaml('podPidsLimit: -7\n').config.podPidsLimit, -1);
+    assert.equal(fromYaml('podPidsLimit: 4096\n').config.podPidsLimit, 4096);
+  });
+
+  it('an explicit evictionHard replaces the defaults and says so', () => {
+    const { config, warnings } = fromYaml('evictionHard:\n  memory.available: 1Gi\n');
+    assert.deepEqual(config.evictionHard, { 'memory.available': '1Gi' });
+    assert.ok(warnings.some((w) => w.includes('evictionHard') && w.includes('nodefs.available')), JSON.stringify(warnings));
+    assert.deepEqual(fromYaml('evictionHard: {}\n').config.evictionHard, {});
+  });
+
+  it('converts soft eviction grace periods to ms', () => {
+    const { config } = fromYaml('evictionSoft:\n  memory.available: 1Gi\nevictionSoftGracePeriod:\n  memory.available: 1m30s\n');
+    assert.deepEqual(config.evictionSoftGracePeriod, { 'memory.available': 90_000 });
+    validateKubeletConfig(config);
+  });
+
+  it('keeps negative durations for validation to reject', () => {
+    const { config } = fromYaml('syncFrequency: -1s\n');
+    assert.equal(config.syncFrequency, -1000);
+    assert.throws(() => validateKubeletConfig(config, 'test.yaml'), isConfigError('syncFrequency', 'must not be negative, got -1s'));
+  });
+
+  it('resolves relative paths against the file directory', () => {
+    const { config } = fromYaml('staticPodPath: manifests\npodLogsDir: /var/log/pods\n');
+    resolveRelativePaths(config, '/etc/kubelet');
+    assert.equal(config.staticPodPath, '/etc/kubelet/manifests');
+    assert.equal(config.podLogsDir, '/var/log/pods');
+    assert.equal(config.authentication.x509.clientCAFile, '');
+  });
+
+  it('accepts a raw object directly', () => {
+    const raw: RawKubeletConfiguration = { maxPods: 10, address: '::' };
+    const c = resolveKubeletConfig(raw);
+    assert.equal(c.maxPods, 10);
+    assert.equal(c.address, '::');
+  });
+});
+
+describe('validateKubeletConfig', () => {
+  it('lists every invalid field of a file, naming each', () => {
+    const { config } = loadFixture('invalid-values.yaml');
+    assert.throws(
+      () => validateKubeletConfig(config, 'invalid-values.yaml'),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.equal(err.field, 'port');
+        assert.equal(err.file, 'invalid-values.yaml');
+        const fields = err.issues.map((i) => i.field);
+        for (const f of ['port', 'healthzPort', 'maxPods', 'imageGCLowThresholdPercent', 'cgroupDriver', 'staticPodURL']) {
+          assert.ok(fields.includes(f), `${f} missing from ${JSON.stringify(fields)}`);
+          assert.ok(err.message.includes(`field ${f}:`), err.message);
+        }
+        assert.ok(err.message.includes('got 70000'));
+        assert.ok(err.message.includes('"cgroupv2"'));
+        return true;
+      },
+    );
+  });
+
+  const invalid: Array<[Partial<KubeletConfig>, string, string]> = [
+    [{ readOnlyPort: 65536 }, 'readOnlyPort', 'between 0 and 65535'],
+    [{ healthzPort: 70000 }, 'healthzPort', 'between 0 and 65535'],
+    [{ port: 0 }, 'port', 'between 1 and 65535'],
+    [{ imageGCHighThresholdPercent: 101 }, 'imageGCHighThresholdPercent', 'between 0 and 100'],
+    [{ imageGCLowThresholdPercent: 85 }, 'imageGCLowThresholdPercent', 'must be less than imageGCHighThresholdPercent 85'],
+    [{ nodeLeaseDurationSeconds: 0 }, 'nodeLeaseDurationSeconds', 'greater than 0'],
+    [{ maxParallelImagePulls: 0, serializeImagePulls: false }, 'maxParallelImagePulls', 'positive'],
+    [{ maxParallelImagePulls: 5 }, 'maxParallelImagePulls', 'serializeImagePulls'],
+    [{ containerLogMaxFiles: 1 }, 'containerLogMaxFiles', 'greater than 1'],
+    [{ containerLogMaxSize: '10MB' }, 'containerLogMaxSize', 'invalid quantity "10MB"'],
+    [{ podLogsDir: 'logs' }, 'podLogsDir', 'absolute'],
+    [{ podLogsDir: '/var/log//pods' }, 'podLogsDir', 'normalized'],
+    [{ containerRuntimeEndpoint: '' }, 'containerRuntimeEndpoint', 'not specified'],
+    [{ staticPodURL: 'not a url' }, 'staticPodURL', 'http(s) URL'],
+    [{ address: 'localhost' }, 'address', 'IP address'],
+    [{ clusterDNS: ['10.96.0.10', 'dns'] }, 'clusterDNS[1]', 'IP address'],
+    [{ syncFrequency: 0 }, 'syncFrequency', 'greater than 0'],
+    [{ shutdownGracePeriod: 500 }, 'shutdownGracePeriod', '>= 1s'],
+    [{ shutdownGracePeriod: 10_000, shutdownGracePeriodCriticalPods: 20_000 }, 'shutdownGracePeriodCriticalPods', 'must be <= shutdownGracePeriod 10s'],
+    [{ systemReserved: { gpu: '1' } }, 'systemReserved[gpu]', 'cannot reserve "gpu"'],
+    [{ kubeReserved: { memory: '-1Gi' } }, 'kubeReserved[memory]', 'cannot be negative'],
+    [{ kubeReserved: { cpu: 'lots' } }, 'kubeReserved[cpu]', 'invalid quantity "lots"'],
+    [{ enforceNodeAllocatable: ['pods', 'system-reserved'] }, 'systemReservedCgroup', 'must be specified'],
+    [{ enforceNodeAllocatable: ['pods', 'pods'] }, 'enforceNodeAllocatable', 'duplicated'],
+    [{ enforceNodeAllocatable: ['none', 'pods'] }, 'enforceNodeAllocatable', '"none"'],
+    [{ enforceNodeAllocatable: ['everything'] }, 'enforceNodeAllocatable', '"everything"'],
+    [{ cgroupsPerQOS: false }, 'cgroupsPerQOS', '"pods"'],
+    [{ evictionHard: { 'memory.free': '1Gi' } }, 'evictionHard[memory.free]', 'unsupported eviction signal'],
+    [{ evictionHard: { 'nodefs.available': '120%' } }, 'evictionHard[nodefs.available]', '<= 100%'],
+    [{ evictionHard: { 'memory.available': '0' } }, 'evictionHard[memory.available]', 'positive'],
+    [{ evictionSoft: { 'memory.available': '1Gi' } }, 'evictionSoftGracePeriod[memory.available]', 'grace period must be specified'],
+    [{ evictionMinimumReclaim: { 'memory.available': 'x' } }, 'evictionMinimumReclaim[memory.available]', 'invalid quantity'],
+    [{ statsBackend: 'proc' as KubeletConfig['statsBackend'] }, 'statsBackend', '"proc"'],
+    [{ oomWatcher: 'dmesg' as KubeletConfig['oomWatcher'] }, 'oomWatcher', '"dmesg"'],
+  ];
+  for (const [patch, field, fragment] of invalid) {
+    it(`rejects ${JSON.stringify(patch)} naming ${field}`, () => {
+      const c = { ...defaultKubeletConfig(), ...patch };
+      assert.throws(() => validateKubeletConfig(c), isConfigError(field, fragment));
+    });
+  }
+
+  it('accepts the documented ways of disabling things', () => {
+    const c = defaultKubeletConfig();
+    c.healthzPort = 0;
+    c.readOnlyPort = 0;
+    c.evictionHard = { 'memory.available': '0%', 'nodefs.available': '100%' };
+    c.enforceNodeAllocatable = ['none'];
+    c.staticPodURL = 'https://example.com/pods.yaml';
+    c.shutdownGracePeriod = 30_000;
+    c.shutdownGracePeriodCriticalPods = 10_000;
+    c.maxParallelImagePulls = 5;
+    c.serializeImagePulls = false;
+    c.systemReserved = { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi', pid: '1000' };
+    validateKubeletConfig(c);
+  });
+});
