@@ -1,0 +1,317 @@
+// The static pod directory source (upstream pkg/kubelet/config/file.go + file_linux.go):
+// inotify (fs.watch) for prompt changes plus a full re-check every fileCheckFrequency, each
+// delivering the whole set of pods found (SET semantics).
+import { watch, type FSWatcher, type Stats } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Pod } from '../api/types.js';
+import { ManifestError } from './errors.js';
+import { decodePodManifest, MaxManifestBytes } from './manifest.js';
+import { FileSource as FILE_SOURCE } from './static-pod.js';
+
+/** One pod of a source's set, with where it came from (file path or URL). */
+export interface SourceEntry {
+  pod: Pod;
+  location: string;
+}
+
+export interface FileSourceOptions {
+  /** The static pod directory, or a single manifest file. */
+  path: string;
+  nodeName: string;
+  /** The full re-check period (fileCheckFrequency). */
+  checkPeriodMs: number;
+  /** Receives the full set of pods, ordered by file name. */
+  onSet: (entries: SourceEntry[]) => void;
+  onError: (e: ManifestError) => void;
+  log?: (msg: string) => void;
+  /** Quiet time after the last fs event before the changed files are read. */
+  debounceMs?: number;
+  /** Longest an fs event waits while events keep coming. */
+  maxDebounceMs?: number;
+  /** Use inotify (fs.watch) besides the periodic check; default true. */
+  watch?: boolean;
+}
+
+interface CachedFile {
+  /** The content last read. */
+  raw: string;
+  /** The pod of the last content that decoded; kept on a watch-event failure, as upstream. */
+  pod?: Pod;
+  /** The content whose decode failure was already reported. */
+  reportedBadRaw?: string;
+}
+
+type Scan = { kind: 'full'; periodic: boolean } | { kind: 'files'; names: Set<string> };
+
+const FULL = Symbol('full');
+
+export class FileSource {
+  private readonly path: string;
+  private readonly opts: FileSourceOptions;
+  private readonly log: (msg: string) => void;
+  private readonly files = new Map<string, CachedFile>();
+  private watcher: FSWatcher | undefined;
+  private watchedIno: number | undefined;
+  private periodicTimer: NodeJS.Timeout | undefined;
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private firstPendingAt = 0;
+  private pending = new Set<string | typeof FULL>();
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private started = false;
+  private emittedOnce = false;
+  private dirty = false;
+  private missingLogged = false;
+  private readonly loggedOnce = new Set<string>();
+
+  constructor(opts: FileSourceOptions) {
+    // inotify paths are compared by name: no trailing slash
+    this.path = resolve(opts.path);
+    this.opts = opts;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** Starts the first full check now, the watch, and the periodic re-check. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.log(`Watching path ${JSON.stringify(this.path)}`);
+    void this.periodicCheck();
+  }
+
+  /** Runs one full check (what the periodic timer runs) and resolves when it is done. */
+  check(): Promise<void> {
+    return this.enqueue({ kind: 'full', periodic: true });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.periodicTimer) clearTimeout(this.periodicTimer);
+    if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    this.closeWatcher();
+    await this.queue;
+  }
+
+  private async periodicCheck(): Promise<void> {
+    await this.enqueue({ kind: 'full', periodic: true });
+    if (this.stopped) return;
+    // the next check starts a full period after this one ended (upstream wait.Forever)
+    this.periodicTimer = setTimeout(() => void this.periodicCheck(), this.opts.checkPeriodMs);
+  }
+
+  private enqueue(scan: Scan): Promise<void> {
+    this.queue = this.queue.then(async () => {
+      if (this.stopped) return;
+      try {
+        if (scan.kind === 'full') await this.fullScan(scan.periodic);
+        else await this.scanFiles(scan.names);
+        this.emit();
+      } catch (e) {
+        this.log(`Unable to read config path ${JSON.stringify(this.path)}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    });
+    return this.queue;
+  }
+
+  private logOnce(key: string, msg: string): void {
+    if (this.loggedOnce.has(key)) return;
+    this.loggedOnce.add(key);
+    this.log(msg);
+  }
+
+  private async fullScan(periodic: boolean): Promise<void> {
+    let st: Stats;
+    try {
+      st = await stat(this.path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      if (!this.missingLogged) {
+        this.log(`Unable to read config path ${JSON.stringify(this.path)}: path does not exist, ignoring`);
+        this.missingLogged = true;
+      }
+      this.closeWatcher();
+      if (this.files.size > 0) this.dirty = true;
+      this.files.clear();
+      // an empty set still marks the source as seen
+      return;
+    }
+    if (this.missingLogged) {
+      this.log(`Config path ${JSON.stringify(this.path)} exists now`);
+      this.missingLogged = false;
+    }
+    if (st.isDirectory()) {
+      this.ensureWatcher(this.path, st.ino);
+      const dirents = await readdir(this.path, { withFileTypes: true });
+      const names = dirents
+        .map((d) => d.name)
+        .filter((n) => !n.startsWith('.'))
+        .sort();
+      const present = new Set(names.map((n) => join(this.path, n)));
+      for (const file of [...this.files.keys()]) {
+        if (!present.has(file)) this.dropFile(file);
+      }
+      // a handful of small manifests: read them concurrently, apply in name order
+      const results = await Promise.all(names.map((n) => this.readManifest(join(this.path, n))));
+      for (const r of results) this.applyRead(r, periodic);
+    } else if (st.isFile()) {
+      const dir = dirname(this.path);
+      try {
+        this.ensureWatcher(dir, (await stat(dir)).ino);
+      } catch {
+        // the periodic check still sees changes
+      }
+      for (const file of [...this.files.keys()]) if (file !== this.path) this.dropFile(file);
+      this.applyRead(await this.readManifest(this.path), periodic);
+    } else {
+      throw new Error('path is not a directory or file');
+    }
+  }
+
+  private async scanFiles(names: Set<string>): Promise<void> {
+    const results = await Promise.all([...names].sort().map((f) => this.readManifest(f)));
+    // an event-driven read that fails keeps the last good pod until the next full check
+    for (const r of results) this.applyRead(r, false);
+  }
+
+  private dropFile(file: string): void {
+    const cached = this.files.get(file);
+    if (cached?.pod) this.dirty = true;
+    this.files.delete(file);
+  }
+
+  private async readManifest(file: string): Promise<ReadResult> {
+    let st: Stats;
+    try {
+      st = await stat(file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
+      return { file, kind: 'skip', why: `Can't get metadata for ${JSON.stringify(file)}: ${(e as Error).message}` };
+    }
+    if (st.isDirectory()) return { file, kind: 'skip', why: `Not recursing into manifest path ${JSON.stringify(file)}` };
+    if (!st.isFile()) return { file, kind: 'skip', why: `Manifest path ${JSON.stringify(file)} is not a directory or file` };
+    if (st.size > MaxManifestBytes) {
+      return { file, kind: 'bad', raw: `size:${st.size}:${st.mtimeMs}`, error: this.error(file, `manifest is ${st.size} bytes, more than the limit of ${MaxManifestBytes}`) };
+    }
+    let raw: string;
+    try {
+      raw = await readFile(file, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
+      return { file, kind: 'bad', raw: '', error: this.error(file, `can't read manifest: ${(e as Error).message}`, e) };
+    }
+    const cached = this.files.get(file);
+    // unchanged bytes decode to the same pod (same UID): skip the decode
+    if (cached && cached.raw === raw) {
+      if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw, pod: cached.pod };
+    }
+    try {
+      const pod = decodePodManifest(raw, { source: FILE_SOURCE, location: file, nodeName: this.opts.nodeName });
+      return { file, kind: 'good', raw, pod };
+    } catch (e) {
+      const err = e instanceof ManifestError ? e : this.error(file, String(e), e);
+      return { file, kind: 'bad', raw, error: err };
+    }
+  }
+
+  private error(file: string, detail: string, cause?: unknown): ManifestError {
+    return new ManifestError(FILE_SOURCE, file, detail, { cause });
+  }
+
+  private applyRead(r: ReadResult, periodic: boolean): void {
+    if (r.kind === 'gone') {
+      this.dropFile(r.file);
+      return;
+    }
+    if (r.kind === 'skip') {
+      this.logOnce(r.why, r.why);
+      this.dropFile(r.file);
+      return;
+    }
+    const cached = this.files.get(r.file);
+    if (r.kind === 'good') {
+      if (cached?.pod !== r.pod) this.dirty = true;
+      this.files.set(r.file, { raw: r.raw, pod: r.pod });
+      return;
+    }
+    // a bad manifest is reported once per content, and its pod dropped by the full check
+    if (cached?.reportedBadRaw !== r.raw) this.opts.onError(r.error);
+    const keep = periodic ? undefined : cached?.pod;
+    if (cached?.pod && !keep) this.dirty = true;
+    const next: CachedFile = { raw: r.raw, reportedBadRaw: r.raw };
+    if (keep) next.pod = keep;
+    this.files.set(r.file, next);
+  }
+
+  private emit(): void {
+    if (this.stopped || (this.emittedOnce && !this.dirty)) return;
+    this.emittedOnce = true;
+    this.dirty = false;
+    const entries: SourceEntry[] = [];
+    for (const file of [...this.files.keys()].sort()) {
+      const pod = this.files.get(file)!.pod;
+      if (pod) entries.push({ pod, location: file });
+    }
+    this.opts.onSet(entries);
+  }
+
+  private ensureWatcher(dir: string, ino: number): void {
+    if (this.stopped || this.opts.watch === false) return;
+    // a directory removed and created again is a new inode: watch the new one
+    if (this.watcher && this.watchedIno === ino) return;
+    this.closeWatcher();
+    try {
+      const w = watch(dir, { persistent: true }, (_event, filename) => this.onFsEvent(dir, filename));
+      w.on('error', (e) => {
+        this.log(`Error while watching ${JSON.stringify(dir)}: ${e.message}`);
+        if (this.watcher === w) this.closeWatcher();
+      });
+      this.watcher = w;
+      this.watchedIno = ino;
+    } catch (e) {
+      // e.g. out of inotify watches: the periodic check still sees every change
+      this.logOnce(`watch:${dir}`, `Unable to create inotify for path ${JSON.stringify(dir)}: ${(e as Error).message}`);
+    }
+  }
+
+  private closeWatcher(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.watchedIno = undefined;
+  }
+
+  private onFsEvent(dir: string, filename: string | Buffer | null): void {
+    if (this.stopped) return;
+    const name = filename === null ? null : filename.toString();
+    if (dir !== this.path) {
+      // single-file mode: only the manifest itself matters
+      if (name !== null && name !== basename(this.path)) return;
+      this.pending.add(this.path);
+    } else {
+      // dotfiles (editor swap files, atomic-writer temporaries) are never manifests
+      if (name !== null && name.startsWith('.')) return;
+      this.pending.add(name === null ? FULL : join(dir, name));
+    }
+    const now = Date.now();
+    if (this.debounceTimer === undefined) this.firstPendingAt = now;
+    else clearTimeout(this.debounceTimer);
+    const debounce = this.opts.debounceMs ?? 100;
+    const maxWait = this.opts.maxDebounceMs ?? 1000;
+    const wait = Math.max(0, Math.min(debounce, this.firstPendingAt + maxWait - now));
+    this.debounceTimer = setTimeout(() => this.flushEvents(), wait);
+  }
+
+  private flushEvents(): void {
+    this.debounceTimer = undefined;
+    const pending = this.pending;
+    this.pending = new Set();
+    if (pending.has(FULL)) void this.enqueue({ kind: 'full', periodic: false });
+    else void this.enqueue({ kind: 'files', names: pending as Set<string> });
+  }
+}
+
+type ReadResult =
+  | { file: string; kind: 'gone' }
+  | { file: string; kind: 'skip'; why: string }
+  | { file: string; kind: 'good'; raw: string; pod: Pod }
+  | { file: string; kind: 'bad'; raw: string; error: ManifestError };
