@@ -1,0 +1,557 @@
+// The CRI gRPC client (upstream: pkg/kubelet/cri/remote): one method per runtime.v1 RPC, with
+// upstream's deadlines, message size limit and response checks. The .proto is loaded once per
+// process, lazily and asynchronously, from the package's src/runtime/proto/api.proto.
+import { access } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import {
+  CRI_INVALID_RESPONSE,
+  CRI_PROTO_LOAD,
+  CriError,
+  NO_GRPC_CODE,
+  toCriError,
+} from './cri-errors.js';
+import type {
+  AuthConfig,
+  Container,
+  ContainerConfig,
+  ContainerEventResponse,
+  ContainerFilter,
+  ContainerStats,
+  ContainerStatsFilter,
+  ContainerStatus,
+  ContainerStatusResponse,
+  CreateContainerResponse,
+  ExecSyncResponse,
+  Image,
+  ImageFilter,
+  ImageFsInfoResponse,
+  ImageSpecInput,
+  ImageStatusResponse,
+  LinuxContainerResourcesInput,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxFilter,
+  PodSandboxStats,
+  PodSandboxStatsFilter,
+  PodSandboxStatus,
+  PodSandboxStatusResponse,
+  PullImageResponse,
+  RunPodSandboxResponse,
+  RuntimeConfig,
+  StatusResponse,
+  StringMap,
+  VersionResponse,
+} from './cri-types.js';
+
+export {
+  CriError,
+  isUnavailable,
+  isNotFound,
+  isDeadlineExceeded,
+  CRI_INVALID_RESPONSE,
+  CRI_PROTO_LOAD,
+} from './cri-errors.js';
+
+/** Upstream's --runtime-request-timeout default (2m). */
+export const DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS = 120_000;
+/** Upstream's CRI client message size limit (16 MiB), both directions. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** The API version the kubelet sends in VersionRequest (upstream kubeRuntimeAPIVersion). */
+export const KUBE_RUNTIME_API_VERSION = '0.1.0';
+
+/** Loader options the types in cri-types.ts describe. */
+export const CRI_PROTO_LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+export interface CriClientOptions {
+  /** `unix:///path/to/sock` (upstream form) or a bare absolute socket path. */
+  runtimeEndpoint: string;
+  /** Defaults to runtimeEndpoint, as upstream. */
+  imageEndpoint?: string;
+  /** Deadline of each unary call (upstream runtimeRequestTimeout). */
+  timeoutMs: number;
+  /** Max message size in both directions; default 16 MiB. */
+  maxMessageBytes?: number;
+}
+
+export interface PullImageCallOptions {
+  /** PullImage has no deadline (as upstream): abort it through this. */
+  signal?: AbortSignal;
+}
+
+/** GetContainerEvents as an async iterable; cancel() ends it (iteration then just stops). */
+export interface ContainerEventStream extends AsyncIterable<ContainerEventResponse> {
+  cancel(): void;
+  readonly cancelled: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// proto loading
+
+type MethodDefs = Record<string, protoLoader.MethodDefinition<object, object>>;
+interface CriDefinitions {
+  runtime: MethodDefs;
+  image: MethodDefs;
+}
+
+const PROTO_RELATIVE_TO_ROOT = join('src', 'runtime', 'proto', 'api.proto');
+let definitions: Promise<CriDefinitions> | undefined;
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Candidate package roots: each dir holding package.json on the way up from `start`. */
+async function packageRootsAbove(start: string): Promise<string[]> {
+  const roots: string[] = [];
+  for (let dir = resolve(start); ; dir = dirname(dir)) {
+    if (await exists(join(dir, 'package.json'))) roots.push(dir);
+    if (dirname(dir) === dir) return roots;
+  }
+}
+
+/**
+ * Where api.proto is: beside this module when run from source, else under the package root
+ * found above this module (dist/src/runtime/ -> root), else under one above the working dir
+ * (a build emitted outside the package).
+ */
+export async function resolveCriProtoPath(): Promise<string> {
+  const moduleDir = dirname(fileURLToPath(import.meta.url));
+  const tried: string[] = [join(moduleDir, 'proto', 'api.proto')];
+  for (const root of await packageRootsAbove(moduleDir)) tried.push(join(root, PROTO_RELATIVE_TO_ROOT));
+  for (const root of await packageRootsAbove(process.cwd())) tried.push(join(root, PROTO_RELATIVE_TO_ROOT));
+  for (const p of tried) if (await exists(p)) return p;
+  throw new CriError('LoadProto', NO_GRPC_CODE, `api.proto not found; looked at ${tried.join(', ')}`, CRI_PROTO_LOAD);
+}
+
+async function loadDefinitions(): Promise<CriDefinitions> {
+  const path = await resolveCriProtoPath();
+  let pkg: protoLoader.PackageDefinition;
+  try {
+    pkg = await protoLoader.load(path, CRI_PROTO_LOADER_OPTIONS);
+  } catch (err) {
+    throw new CriError('LoadProto', NO_GRPC_CODE, `cannot load ${path}: ${String(err)}`, CRI_PROTO_LOAD, {
+      cause: err,
+    });
+  }
+  return {
+    runtime: pkg['runtime.v1.RuntimeService'] as unknown as MethodDefs,
+    image: pkg['runtime.v1.ImageService'] as unknown as MethodDefs,
+  };
+}
+
+/** The loaded service definitions; loaded on first use, shared by every client. */
+export function criDefinitions(): Promise<CriDefinitions> {
+  if (!definitions) {
+    definitions = loadDefinitions();
+    // a failed load is retried on the next call rather than cached forever
+    definitions.catch(() => {
+      definitions = undefined;
+    });
+  }
+  return definitions;
+}
+
+// ---------------------------------------------------------------------------------------------
+// endpoints
+
+/** Turns `unix:///path` or `/path` into a grpc-js target; rejects other schemes (as upstream on Linux). */
+export function criEndpointToTarget(endpoint: string): string {
+  const ep = endpoint.trim();
+  if (ep.startsWith('unix://')) {
+    const path = ep.slice('unix://'.length);
+    if (!path.startsWith('/')) throw new TypeError(`CRI endpoint ${endpoint}: unix socket path must be absolute`);
+    return `unix://${path}`;
+  }
+  if (ep.startsWith('/')) return `unix://${ep}`;
+  throw new TypeError(`CRI endpoint ${endpoint}: only unix sockets are supported (unix:///path or /path)`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// client
+
+type Deadline = number | null; // ms from now, or null for none
+
+function imageSpec(image: ImageSpecInput | string): ImageSpecInput {
+  return typeof image === 'string' ? { image } : image;
+}
+
+function invalid(method: string, details: string): CriError {
+  return new CriError(method, NO_GRPC_CODE, details, CRI_INVALID_RESPONSE);
+}
+
+export class CriClient {
+  readonly runtimeEndpoint: string;
+  readonly imageEndpoint: string;
+  readonly timeoutMs: number;
+  readonly maxMessageBytes: number;
+  readonly #runtime: grpc.Client;
+  readonly #image: grpc.Client;
+  #closed = false;
+
+  constructor(opts: CriClientOptions) {
+    if (!(opts.timeoutMs > 0)) throw new TypeError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
+    this.runtimeEndpoint = opts.runtimeEndpoint;
+    this.imageEndpoint = opts.imageEndpoint || opts.runtimeEndpoint;
+    this.timeoutMs = opts.timeoutMs;
+    this.maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    const channelOptions: grpc.ChannelOptions = {
+      'grpc.max_receive_message_length': this.maxMessageBytes,
+      'grpc.max_send_message_length': this.maxMessageBytes,
+      // upstream dials with a 100ms..3s reconnect backoff so a restarted runtime is found quickly
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 3000,
+    };
+    const runtimeTarget = criEndpointToTarget(this.runtimeEndpoint);
+    const imageTarget = criEndpointToTarget(this.imageEndpoint);
+    this.#runtime = new grpc.Client(runtimeTarget, grpc.credentials.createInsecure(), channelOptions);
+    this.#image =
+      imageTarget === runtimeTarget
+        ? new grpc.Client(imageTarget, grpc.credentials.createInsecure(), {
+            ...channelOptions,
+            channelOverride: this.#runtime.getChannel(),
+          })
+        : new grpc.Client(imageTarget, grpc.credentials.createInsecure(), channelOptions);
+  }
+
+  /** Closes both channels; calls after this fail. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#image.close();
+    this.#runtime.close();
+  }
+
+  async #unary<Res>(
+    service: 'runtime' | 'image',
+    method: string,
+    request: object,
+    deadlineMs: Deadline,
+    signal?: AbortSignal,
+  ): Promise<Res> {
+    const defs = await criDefinitions();
+    const def = defs[service][method];
+    if (!def) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
+    if (signal?.aborted) throw new CriError(method, grpc.status.CANCELLED, 'aborted before the call');
+    const client = service === 'runtime' ? this.#runtime : this.#image;
+    const callOptions: grpc.CallOptions = deadlineMs === null ? {} : { deadline: Date.now() + deadlineMs };
+    return new Promise<Res>((resolvePromise, reject) => {
+      const call = client.makeUnaryRequest<object, object>(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        request,
+        new grpc.Metadata(),
+        callOptions,
+        (err, value) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (err) reject(toCriError(method, err));
+          else resolvePromise(value as Res);
+        },
+      );
+      function onAbort(): void {
+        call.cancel();
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  #runtimeCall<Res>(method: string, request: object, deadlineMs: Deadline = this.timeoutMs): Promise<Res> {
+    return this.#unary<Res>('runtime', method, request, deadlineMs);
+  }
+
+  #imageCall<Res>(method: string, request: object, deadlineMs: Deadline = this.timeoutMs): Promise<Res> {
+    return this.#unary<Res>('image', method, request, deadlineMs);
+  }
+
+  // ---- runtime service ----
+
+  /** Fails unless every field is set (as upstream). */
+  async version(apiVersion: string = KUBE_RUNTIME_API_VERSION): Promise<VersionResponse> {
+    const res = await this.#runtimeCall<VersionResponse>('Version', { version: apiVersion });
+    if (!res.version || !res.runtime_name || !res.runtime_version || !res.runtime_api_version) {
+      throw invalid('Version', `not all fields are set in VersionResponse ${JSON.stringify(res)}`);
+    }
+    return res;
+  }
+
+  /** Creates and starts a sandbox; `pod_sandbox_id` is never empty. */
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): Promise<RunPodSandboxResponse> {
+    // upstream gives sandbox creation twice the request timeout (network setup is slow)
+    const res = await this.#runtimeCall<RunPodSandboxResponse>(
+      'RunPodSandbox',
+      { config, runtime_handler: runtimeHandler },
+      this.timeoutMs * 2,
+    );
+    if (!res.pod_sandbox_id) {
+      throw invalid('RunPodSandbox', `PodSandboxId is not set for sandbox ${JSON.stringify(config.metadata)}`);
+    }
+    return res;
+  }
+
+  async stopPodSandbox(podSandboxId: string): Promise<void> {
+    await this.#runtimeCall('StopPodSandbox', { pod_sandbox_id: podSandboxId });
+  }
+
+  async removePodSandbox(podSandboxId: string): Promise<void> {
+    await this.#runtimeCall('RemovePodSandbox', { pod_sandbox_id: podSandboxId });
+  }
+
+  async podSandboxStatus(podSandboxId: string, verbose = false): Promise<PodSandboxStatusResponse> {
+    const res = await this.#runtimeCall<PodSandboxStatusResponse>('PodSandboxStatus', {
+      pod_sandbox_id: podSandboxId,
+      verbose,
+    });
+    if (res.status) verifySandboxStatus(res.status);
+    return res;
+  }
+
+  async listPodSandbox(filter?: PodSandboxFilter | null): Promise<PodSandbox[]> {
+    const res = await this.#runtimeCall<{ items: PodSandbox[] }>('ListPodSandbox', { filter: filter ?? null });
+    return res.items;
+  }
+
+  /** `container_id` of the response is never empty. */
+  async createContainer(
+    podSandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+  ): Promise<CreateContainerResponse> {
+    const res = await this.#runtimeCall<CreateContainerResponse>('CreateContainer', {
+      pod_sandbox_id: podSandboxId,
+      config,
+      sandbox_config: sandboxConfig,
+    });
+    if (!res.container_id) {
+      throw invalid('CreateContainer', `ContainerId is not set for container ${JSON.stringify(config.metadata)}`);
+    }
+    return res;
+  }
+
+  async startContainer(containerId: string): Promise<void> {
+    await this.#runtimeCall('StartContainer', { container_id: containerId });
+  }
+
+  /** Gives the runtime timeoutSeconds of grace, plus the request timeout for the kill and the trip. */
+  async stopContainer(containerId: string, timeoutSeconds: number): Promise<void> {
+    await this.#runtimeCall(
+      'StopContainer',
+      { container_id: containerId, timeout: timeoutSeconds },
+      this.timeoutMs + Math.max(0, timeoutSeconds) * 1000,
+    );
+  }
+
+  async removeContainer(containerId: string): Promise<void> {
+    await this.#runtimeCall('RemoveContainer', { container_id: containerId });
+  }
+
+  async listContainers(filter?: ContainerFilter | null): Promise<Container[]> {
+    const res = await this.#runtimeCall<{ containers: Container[] }>('ListContainers', { filter: filter ?? null });
+    return res.containers;
+  }
+
+  async containerStatus(containerId: string, verbose = false): Promise<ContainerStatusResponse> {
+    const res = await this.#runtimeCall<ContainerStatusResponse>('ContainerStatus', {
+      container_id: containerId,
+      verbose,
+    });
+    if (res.status) verifyContainerStatus(res.status);
+    return res;
+  }
+
+  async updateContainerResources(
+    containerId: string,
+    linux: LinuxContainerResourcesInput | null,
+    annotations?: StringMap,
+  ): Promise<void> {
+    await this.#runtimeCall('UpdateContainerResources', {
+      container_id: containerId,
+      linux,
+      annotations: annotations ?? {},
+    });
+  }
+
+  async reopenContainerLog(containerId: string): Promise<void> {
+    await this.#runtimeCall('ReopenContainerLog', { container_id: containerId });
+  }
+
+  /**
+   * Runs cmd in the container and returns its output and exit code (a non-zero exit is not an
+   * error here). timeoutSeconds 0 means no deadline, as upstream; else it is added to the request timeout.
+   */
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+    const deadline = timeoutSeconds > 0 ? this.timeoutMs + timeoutSeconds * 1000 : null;
+    return this.#runtimeCall<ExecSyncResponse>(
+      'ExecSync',
+      { container_id: containerId, cmd, timeout: Math.max(0, timeoutSeconds) },
+      deadline,
+    );
+  }
+
+  /** The runtime's conditions; fails unless RuntimeReady and NetworkReady are both reported (as upstream). */
+  async status(verbose = false): Promise<StatusResponse> {
+    const res = await this.#runtimeCall<StatusResponse>('Status', { verbose });
+    if (!res.status || res.status.conditions.length < 2) {
+      throw invalid('Status', 'RuntimeReady or NetworkReady condition are not set');
+    }
+    return res;
+  }
+
+  async updateRuntimeConfig(runtimeConfig: RuntimeConfig): Promise<void> {
+    await this.#runtimeCall('UpdateRuntimeConfig', { runtime_config: runtimeConfig });
+  }
+
+  async containerStats(containerId: string): Promise<ContainerStats | null> {
+    const res = await this.#runtimeCall<{ stats: ContainerStats | null }>('ContainerStats', {
+      container_id: containerId,
+    });
+    return res.stats;
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter | null): Promise<ContainerStats[]> {
+    const res = await this.#runtimeCall<{ stats: ContainerStats[] }>('ListContainerStats', { filter: filter ?? null });
+    return res.stats;
+  }
+
+  async podSandboxStats(podSandboxId: string): Promise<PodSandboxStats | null> {
+    const res = await this.#runtimeCall<{ stats: PodSandboxStats | null }>('PodSandboxStats', {
+      pod_sandbox_id: podSandboxId,
+    });
+    return res.stats;
+  }
+
+  async listPodSandboxStats(filter?: PodSandboxStatsFilter | null): Promise<PodSandboxStats[]> {
+    const res = await this.#runtimeCall<{ stats: PodSandboxStats[] }>('ListPodSandboxStats', {
+      filter: filter ?? null,
+    });
+    return res.stats;
+  }
+
+  /**
+   * The runtime's container event stream (no deadline). Iterate it with for-await; errors
+   * arrive as CriError (UNAVAILABLE when the runtime is down or goes away).
+   */
+  getContainerEvents(): ContainerEventStream {
+    let stream: grpc.ClientReadableStream<ContainerEventResponse> | undefined;
+    let cancelled = false;
+    const client = this.#runtime;
+    const method = 'GetContainerEvents';
+    async function* iterate(): AsyncGenerator<ContainerEventResponse> {
+      const defs = await criDefinitions();
+      if (cancelled) return;
+      const def = defs.runtime[method]!;
+      stream = client.makeServerStreamRequest<object, ContainerEventResponse>(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize as (b: Buffer) => ContainerEventResponse,
+        {},
+        new grpc.Metadata(),
+        {},
+      );
+      try {
+        for await (const event of stream) yield event as ContainerEventResponse;
+      } catch (err) {
+        if (cancelled) return;
+        throw toCriError(method, err);
+      } finally {
+        // leaving the loop early (break/return) must end the call too
+        if (!cancelled) {
+          cancelled = true;
+          stream.cancel();
+        }
+      }
+    }
+    const generator = iterate();
+    return {
+      [Symbol.asyncIterator]: () => generator,
+      cancel(): void {
+        if (cancelled) return;
+        cancelled = true;
+        stream?.cancel();
+      },
+      get cancelled(): boolean {
+        return cancelled;
+      },
+    };
+  }
+
+  // ---- image service ----
+
+  async listImages(filter?: ImageFilter | null): Promise<Image[]> {
+    const res = await this.#imageCall<{ images: Image[] }>('ListImages', { filter: filter ?? null });
+    return res.images;
+  }
+
+  /** `image` is null in the response when the runtime does not have it (not an error). */
+  async imageStatus(image: ImageSpecInput | string, verbose = false): Promise<ImageStatusResponse> {
+    const spec = imageSpec(image);
+    const res = await this.#imageCall<ImageStatusResponse>('ImageStatus', { image: spec, verbose });
+    if (res.image && (!res.image.id || res.image.size === '0')) {
+      throw invalid('ImageStatus', `Id or size of image ${JSON.stringify(spec.image)} is not set`);
+    }
+    return res;
+  }
+
+  /** `image_ref` (never empty) is the pulled image's reference. No deadline, as upstream; abort via opts.signal. */
+  async pullImage(
+    image: ImageSpecInput | string,
+    auth?: AuthConfig | null,
+    sandboxConfig?: PodSandboxConfig | null,
+    opts: PullImageCallOptions = {},
+  ): Promise<PullImageResponse> {
+    const spec = imageSpec(image);
+    const res = await this.#unary<PullImageResponse>(
+      'image',
+      'PullImage',
+      { image: spec, auth: auth ?? null, sandbox_config: sandboxConfig ?? null },
+      null,
+      opts.signal,
+    );
+    if (!res.image_ref) throw invalid('PullImage', `imageRef of image ${JSON.stringify(spec.image)} is not set`);
+    return res;
+  }
+
+  async removeImage(image: ImageSpecInput | string): Promise<void> {
+    await this.#imageCall('RemoveImage', { image: imageSpec(image) });
+  }
+
+  imageFsInfo(): Promise<ImageFsInfoResponse> {
+    return this.#imageCall<ImageFsInfoResponse>('ImageFsInfo', {});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// response checks (the fields upstream refuses to do without)
+
+function verifySandboxStatus(s: PodSandboxStatus): void {
+  const m = 'PodSandboxStatus';
+  if (!s.id) throw invalid(m, 'status.Id is not set');
+  if (!s.metadata) throw invalid(m, 'status.Metadata is not set');
+  if (!s.metadata.name || !s.metadata.namespace || !s.metadata.uid) {
+    throw invalid(m, `metadata.Name, metadata.Namespace or metadata.Uid is not in metadata ${JSON.stringify(s.metadata)}`);
+  }
+  if (s.created_at === '0') throw invalid(m, 'status.CreatedAt is not set');
+}
+
+function verifyContainerStatus(s: ContainerStatus): void {
+  const m = 'ContainerStatus';
+  if (!s.id) throw invalid(m, 'status.Id is not set');
+  if (!s.metadata) throw invalid(m, 'status.Metadata is not set');
+  if (!s.metadata.name) throw invalid(m, `metadata.Name is not in metadata ${JSON.stringify(s.metadata)}`);
+  if (s.created_at === '0') throw invalid(m, 'status.CreatedAt is not set');
+  if (!s.image || !s.image.image) throw invalid(m, 'status.Image is not set');
+  if (!s.image_ref) throw invalid(m, 'status.ImageRef is not set');
+}
