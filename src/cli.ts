@@ -1,0 +1,64 @@
+// The kubelet-ts command: parse flags and config, start the kubelet, stop on SIGTERM/SIGINT.
+// A bad flag or config field exits non-zero before anything touches the runtime.
+
+import { loadConfig, usage, ConfigError } from './config/index.js';
+import { Kubelet } from './kubelet/kubelet.js';
+import { KubeletServer } from './server/server.js';
+import { loadNative } from './native.js';
+import { rootLogger, setVerbosity } from './util/log.js';
+
+export async function main(argv: string[]): Promise<number> {
+  let loaded;
+  try {
+    loaded = await loadConfig(argv);
+  } catch (err) {
+    const e = err as Error;
+    process.stderr.write(`kubelet-ts: ${e.message}\n`);
+    if (!(err instanceof ConfigError)) process.stderr.write(`Run 'kubelet-ts --help' for usage.\n`);
+    return 1;
+  }
+  const { config, flags, warnings } = loaded;
+  if (flags.help) {
+    process.stdout.write(usage());
+    return 0;
+  }
+  setVerbosity(flags.verbosity ?? 0);
+  const log = rootLogger;
+  for (const w of warnings) log.warn(w);
+
+  const native = loadNative();
+  if (!native.addon) {
+    log.warn('Native addon unavailable; falling back', {
+      reason: native.error,
+      fallbacks: 'stats backend native -> fs; OOM watcher cgroup/ebpf -> off',
+    });
+  }
+
+  const kubelet = new Kubelet({ config, flags, log });
+  const server = new KubeletServer({
+    host: kubelet,
+    log,
+    healthzBindAddress: config.healthzBindAddress,
+    healthzPort: config.healthzPort,
+    address: config.address,
+    readOnlyPort: config.readOnlyPort,
+  });
+  try {
+    await kubelet.start();
+    await server.start();
+  } catch (err) {
+    log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+    await kubelet.stop().catch(() => undefined);
+    await server.stop().catch(() => undefined);
+    return 1;
+  }
+
+  return new Promise<number>((resolve) => {
+    const shutdown = (signal: string): void => {
+      log.info('Shutting down; pods keep running', { signal });
+      void Promise.all([kubelet.stop(), server.stop()]).finally(() => resolve(0));
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+}

@@ -1,0 +1,136 @@
+// The image manager (upstream: pkg/kubelet/images): pull policy, pull backoff, serialized or
+// bounded-parallel pulls, and upstream's reasons for every way getting an image can fail.
+
+import type { Container, Pod, PullPolicy } from '../api/types.js';
+import { podFullName } from '../api/types.js';
+import type { CriClient } from '../runtime/cri-client.js';
+import type { PodSandboxConfig } from '../runtime/cri-types.js';
+import { Backoff } from '../util/backoff.js';
+import { Reasons } from '../status/reasons.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+
+const { ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull, ImageInspectError } = Reasons;
+
+/** A failure to get a container's image, carrying upstream's reason as its code. */
+export class ImageError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+export interface ImageManagerOptions {
+  cri: CriClient;
+  clock: Clock;
+  log: Logger;
+  serializeImagePulls: boolean;
+  /** Only when pulls are not serialized; 0 or undefined means unbounded (upstream's nil). */
+  maxParallelImagePulls?: number;
+}
+
+// A reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
+const REFERENCE = /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
+
+/** Adds `:latest` when the image names neither tag nor digest, as upstream does. */
+export function applyDefaultImageTag(image: string): string {
+  if (!REFERENCE.test(image)) {
+    throw new ImageError(InvalidImageName, `Failed to apply default image tag "${image}": couldn't parse image name "${image}": invalid reference format`);
+  }
+  if (image.includes('@')) return image;
+  const lastSlash = image.lastIndexOf('/');
+  const hasTag = image.slice(lastSlash + 1).includes(':');
+  return hasTag ? image : `${image}:latest`;
+}
+
+/** The effective pull policy (the API server defaults it; manifests read locally may not carry it). */
+export function pullPolicyOf(container: Container): PullPolicy {
+  if (container.imagePullPolicy) return container.imagePullPolicy;
+  const image = container.image ?? '';
+  if (image.includes('@')) return 'IfNotPresent';
+  const lastSlash = image.lastIndexOf('/');
+  const tagSep = image.slice(lastSlash + 1).indexOf(':');
+  const tag = tagSep >= 0 ? image.slice(lastSlash + 1 + tagSep + 1) : '';
+  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+class Semaphore {
+  private waiting: (() => void)[] = [];
+  private active = 0;
+  constructor(private readonly limit: number) {}
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.limit > 0 && this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export class ImageManager {
+  private readonly backoff: Backoff;
+  private readonly pulls: Semaphore;
+  /** One pull per image at a time: concurrent requests for the same image share it. */
+  private readonly inflight = new Map<string, Promise<string>>();
+
+  constructor(private readonly opts: ImageManagerOptions) {
+    this.backoff = new Backoff(opts.clock, 10_000, 300_000);
+    const limit = opts.serializeImagePulls ? 1 : (opts.maxParallelImagePulls ?? 0);
+    this.pulls = new Semaphore(limit);
+  }
+
+  /**
+   * Makes sure the container's image is present per its pull policy and returns the
+   * runtime's image reference (what CreateContainer takes). Throws ImageError.
+   */
+  async ensureImageExists(pod: Pod, container: Container, sandboxConfig?: PodSandboxConfig): Promise<string> {
+    const image = applyDefaultImageTag(container.image ?? '');
+    const policy = pullPolicyOf(container);
+    let present: string | undefined;
+    try {
+      present = await this.imageRef(image);
+    } catch (err) {
+      throw new ImageError(ImageInspectError, `Failed to inspect image "${image}": ${(err as Error).message}`);
+    }
+    if (policy === 'Never') {
+      if (present) return present;
+      throw new ImageError(ErrImageNeverPull, `Container image "${image}" is not present with pull policy of Never`);
+    }
+    if (present && policy === 'IfNotPresent') return present;
+
+    const key = `${pod.metadata.uid}_${image}`;
+    if (this.backoff.isInBackOffSince(key, this.opts.clock.now())) {
+      throw new ImageError(ImagePullBackOff, `Back-off pulling image "${image}"`);
+    }
+    try {
+      const ref = await this.pull(image, sandboxConfig);
+      this.backoff.reset(key);
+      this.opts.log.info('Pulled image', { pod: podFullName(pod), container: container.name, image });
+      return ref;
+    } catch (err) {
+      this.backoff.next(key);
+      const msg = (err as Error).message;
+      this.opts.log.warn('Failed to pull image', { pod: podFullName(pod), container: container.name, image, err: msg });
+      throw new ImageError(ErrImagePull, `Failed to pull image "${image}": ${msg}`);
+    }
+  }
+
+  private async imageRef(image: string): Promise<string | undefined> {
+    const res = await this.opts.cri.imageStatus({ image });
+    return res.image ? res.image.id : undefined;
+  }
+
+  private pull(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+    let p = this.inflight.get(image);
+    if (!p) {
+      p = this.pulls
+        .run(async () => (await this.opts.cri.pullImage({ image }, undefined, sandboxConfig)).image_ref)
+        .finally(() => this.inflight.delete(image));
+      this.inflight.set(image, p);
+    }
+    return p;
+  }
+}

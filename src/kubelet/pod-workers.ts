@@ -1,0 +1,186 @@
+// Pod workers (upstream: podWorkers): one serialized worker per pod UID. Updates for a busy
+// pod are coalesced (the newest wins; a kill is sticky). A pod moves sync → terminating →
+// terminated and never back; a static pod replaced under the same full name waits until the
+// old UID has terminated, so two never run at once.
+
+import type { Pod } from '../api/types.js';
+import { podFullName } from '../api/types.js';
+import type { PodCache } from '../pleg/cache.js';
+import type { RuntimePodStatus } from '../runtime/types.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+
+export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
+
+export interface UpdatePodOptions {
+  updateType: UpdateType;
+  pod: Pod;
+  /** For kill: a grace period that overrides the pod's. */
+  gracePeriodOverride?: number;
+  /** For kill: the pod was removed from its source (clean everything up after termination). */
+  removed?: boolean;
+}
+
+export interface PodWorkerHooks {
+  /** Returns true when the pod reached a terminal phase (it then terminates). */
+  syncPod(pod: Pod, status: RuntimePodStatus): Promise<boolean>;
+  syncTerminatingPod(pod: Pod, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void>;
+  syncTerminatedPod(pod: Pod, status: RuntimePodStatus, removed: boolean): Promise<void>;
+}
+
+type Phase = 'sync' | 'terminating' | 'terminated';
+
+interface WorkerState {
+  pod: Pod;
+  fullName: string;
+  phase: Phase;
+  pending?: UpdatePodOptions;
+  working: boolean;
+  removed: boolean;
+  gracePeriodOverride?: number;
+  lastSyncTime: number;
+  /** syncTerminatedPod ran for the terminal (not yet removed) pod. */
+  cleanedUp: boolean;
+  /** Set once syncTerminatedPod finished for a removed pod: the worker is forgotten. */
+  finished: boolean;
+}
+
+export interface PodWorkersOptions {
+  hooks: PodWorkerHooks;
+  cache: PodCache;
+  clock: Clock;
+  log: Logger;
+  /** Called when a sync failed and the pod should be retried later. */
+  onError?: (pod: Pod, err: Error) => void;
+}
+
+export class PodWorkers {
+  private workers = new Map<string, WorkerState>();
+
+  constructor(private readonly opts: PodWorkersOptions) {}
+
+  updatePod(o: UpdatePodOptions): void {
+    const uid = o.pod.metadata.uid!;
+    let w = this.workers.get(uid);
+    if (!w) {
+      w = { pod: o.pod, fullName: podFullName(o.pod), phase: 'sync', working: false, removed: false, lastSyncTime: 0, cleanedUp: false, finished: false };
+      this.workers.set(uid, w);
+    }
+    if (w.finished) return;
+    if (o.updateType === 'kill') {
+      if (w.phase === 'sync') w.phase = 'terminating';
+      w.removed ||= Boolean(o.removed);
+      if (o.gracePeriodOverride !== undefined) w.gracePeriodOverride = o.gracePeriodOverride;
+      if (w.phase === 'terminated' && w.removed) {
+        // Already terminated (terminal pod): run the removal cleanup.
+        w.pending = o;
+      }
+    }
+    if (o.updateType !== 'kill' || !w.pending) w.pending = o;
+    if (o.updateType !== 'kill') w.pod = o.pod;
+    this.kick(uid);
+  }
+
+  /** UIDs with a live worker (not finished). */
+  knownPods(): string[] {
+    return [...this.workers].filter(([, w]) => !w.finished).map(([uid]) => uid);
+  }
+
+  isTerminationRequested(uid: string): boolean {
+    const w = this.workers.get(uid);
+    return w !== undefined && w.phase !== 'sync';
+  }
+
+  isTerminated(uid: string): boolean {
+    const w = this.workers.get(uid);
+    return w !== undefined && w.phase === 'terminated';
+  }
+
+  has(uid: string): boolean {
+    return this.workers.has(uid);
+  }
+
+  /** Forgets finished workers whose pods are no longer desired. */
+  forgetFinished(): void {
+    for (const [uid, w] of this.workers) if (w.finished && !w.working) this.workers.delete(uid);
+  }
+
+  /** Resolves when no worker has work in flight (for orderly shutdown and tests). */
+  async idle(): Promise<void> {
+    while ([...this.workers.values()].some((w) => w.working || w.pending)) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  private blockedByOtherUID(uid: string, w: WorkerState): boolean {
+    if (w.phase !== 'sync') return false;
+    for (const [other, o] of this.workers) {
+      if (other !== uid && o.fullName === w.fullName && !o.finished && o.phase !== 'terminated') {
+        if (o.phase === 'terminating' || o.removed) return true;
+      }
+    }
+    return false;
+  }
+
+  private kick(uid: string): void {
+    const w = this.workers.get(uid);
+    if (!w || w.working || !w.pending) return;
+    if (this.blockedByOtherUID(uid, w)) return;
+    w.working = true;
+    void this.run(uid, w).finally(() => {
+      w.working = false;
+      if (w.finished) {
+        // Release any pod waiting on this full name.
+        for (const [other, o] of this.workers) if (other !== uid && o.fullName === w.fullName) this.kick(other);
+      }
+      this.kick(uid);
+    });
+  }
+
+  private async run(uid: string, w: WorkerState): Promise<void> {
+    w.pending = undefined;
+    const log = this.opts.log.with({ pod: w.fullName, podUID: uid });
+    try {
+      const entry = await this.opts.cache.getNewerThan(uid, w.lastSyncTime);
+      if (entry.error) throw entry.error;
+      const status = entry.status ?? emptyStatus(w.pod);
+      w.lastSyncTime = this.opts.clock.now();
+      if (w.phase === 'sync') {
+        const terminal = await this.opts.hooks.syncPod(w.pod, status);
+        if (terminal && w.phase === 'sync') {
+          log.info('Pod reached a terminal phase; terminating it');
+          w.phase = 'terminating';
+          w.pending ??= { updateType: 'sync', pod: w.pod };
+        }
+        return;
+      }
+      if (w.phase === 'terminating') {
+        await this.opts.hooks.syncTerminatingPod(w.pod, status, w.gracePeriodOverride);
+        w.phase = 'terminated';
+        w.pending ??= { updateType: 'sync', pod: w.pod };
+        return;
+      }
+      // Terminated: clean up once, and once more (fully) when the pod is removed.
+      if (!w.cleanedUp || (w.removed && !w.finished)) {
+        await this.opts.hooks.syncTerminatedPod(w.pod, status, w.removed);
+        w.cleanedUp = true;
+        if (w.removed) w.finished = true;
+      }
+    } catch (err) {
+      log.error('Error syncing pod, skipping', { err: (err as Error).message });
+      this.opts.onError?.(w.pod, err as Error);
+    }
+  }
+}
+
+function emptyStatus(pod: Pod): RuntimePodStatus {
+  return {
+    uid: pod.metadata.uid!,
+    name: pod.metadata.name ?? '',
+    namespace: pod.metadata.namespace ?? '',
+    ips: [],
+    sandboxStatuses: [],
+    containerStatuses: [],
+    timestamp: 0,
+  };
+}
