@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Runs the compiled test suite with node's test runner: unit tests first, then the
+// integration tests (which need root and a real containerd, started by scripts/ and
+// stopped again at the end). NODE_BIN picks the node binary (CI runs Node 20 and 24).
+//   node scripts/run-tests.mjs [--unit|--integration] [filter...]
+
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const nodeBin = process.env.NODE_BIN || process.execPath;
+const args = process.argv.slice(2);
+const only = args.find((a) => a === '--unit' || a === '--integration');
+const filters = args.filter((a) => !a.startsWith('--'));
+
+function find(dir) {
+  let out = [];
+  for (const e of readdirSync(dir)) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(find(p));
+    else if (e.endsWith('.test.js')) out.push(p);
+  }
+  return out.sort();
+}
+
+const all = find(join(root, 'dist', 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+const isIntegration = (f) => relative(join(root, 'dist', 'test'), f).startsWith('integration');
+const unit = all.filter((f) => !isIntegration(f));
+const integration = all.filter(isIntegration);
+
+function run(cmd, argv, opts = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root, ...opts });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; process.stdout.write(d); });
+    child.on('close', (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
+function counts(out) {
+  const n = (k) => [...out.matchAll(new RegExp(`^\\S*\\s*${k} (\\d+)$`, 'gm'))].reduce((s, m) => s + Number(m[1]), 0);
+  return { pass: n('pass'), fail: n('fail'), skipped: n('skipped') };
+}
+
+const total = { pass: 0, fail: 0, skipped: 0 };
+let failed = false;
+const { stdout: version } = await new Promise((resolve) => {
+  const c = spawn(nodeBin, ['--version']);
+  let s = '';
+  c.stdout.on('data', (d) => { s += d; });
+  c.on('close', () => resolve({ stdout: s.trim() }));
+});
+console.log(`# kubelet-ts tests on node ${version}`);
+
+async function suite(name, files, extra = []) {
+  if (!files.length) return;
+  console.log(`# ${name}: ${files.length} files`);
+  const r = await run(nodeBin, ['--test', '--test-reporter=spec', ...extra, ...files]);
+  const c = counts(r.out);
+  total.pass += c.pass; total.fail += c.fail; total.skipped += c.skipped;
+  if (r.code !== 0) failed = true;
+}
+
+if (only !== '--integration') await suite('unit tests', unit);
+if (only !== '--unit' && integration.length) {
+  if (process.getuid?.() !== 0) {
+    console.error('# integration tests need root (they run a real containerd); run as root or use --unit');
+    failed = true;
+  } else {
+    // Integration files share one containerd: run them one at a time.
+    await suite('integration tests (real containerd)', integration, ['--test-concurrency=1']);
+    if (!process.env.KTS_KEEP_RUNTIME) {
+      await run('bash', [join(root, 'scripts', 'containerd.sh'), 'stop']);
+      await run('bash', [join(root, 'scripts', 'registry.sh'), 'stop']);
+    }
+  }
+}
+console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
+process.exit(failed || total.fail > 0 ? 1 : 0);

