@@ -44,7 +44,7 @@ export class PodContainerManager {
       const dir = join(mounts.unified, name);
       await mkdir(dir, { recursive: true });
       if (res.cpuWeight !== undefined) writes.push(this.write(dir, 'cpu.weight', String(res.cpuWeight)));
-      if (res.cpuQuotaUs !== undefined) writes.push(this.write(dir, 'cpu.max', `${res.cpuQuotaUs} ${res.cpuPeriodUs}`));
+      if (res.cpuQuotaUs !== undefined) writes.push(this.write(dir, 'cpu.max', `${res.cpuQuotaUs < 0 ? 'max' : res.cpuQuotaUs} ${res.cpuPeriodUs}`));
       if (res.memoryLimitBytes !== undefined) writes.push(this.write(dir, 'memory.max', String(res.memoryLimitBytes)));
     } else {
       // cpuset is left to runc, which fills cpus/mems when it creates the container below.

@@ -119,6 +119,7 @@ export class Kubelet {
       hostIPs: () => this.hostIPs,
       memoryCapacityBytes: this.memoryCapacityBytes,
       podLogsDir: config.podLogsDir,
+      rootDir: this.flags.rootDir,
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
     });
     this.podWorkers = new PodWorkers({

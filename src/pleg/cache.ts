@@ -54,7 +54,8 @@ export class PodCache {
   private ready(uid: string, minTime: number): Entry | undefined {
     const e = this.entries.get(uid);
     if (e && e.modified >= minTime) return e;
-    if (this.timestamp >= minTime) return e ?? { modified: this.timestamp };
+    // Until the first relist completes, a missing entry means "not known yet", not "no containers".
+    if (this.timestamp > 0 && this.timestamp >= minTime) return e ?? { modified: this.timestamp };
     return undefined;
   }
 

@@ -3,14 +3,15 @@
 // (syncPod), and kills pods gracefully.
 
 import { mkdir } from 'node:fs/promises';
-import type { Container, Pod } from '../api/types.js';
+import type { Container, LifecycleHandler, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
 import type * as cri from './cri-types.js';
 import type { ContainerRuntimeStatus, ContainerStartFailure, RuntimePodStatus, SandboxRuntimeStatus } from './types.js';
 import { hashContainer } from './container-hash.js';
 import { generatePodSandboxConfig } from './sandbox-config.js';
-import { generateContainerConfig } from './container-config.js';
+import { createTerminationMessageFile, generateContainerConfig, podContainerDir } from './container-config.js';
+import { HandlerRunner } from './hooks.js';
 import * as labels from './labels.js';
 import { ImageError, type ImageManager } from '../images/image-manager.js';
 import { Reasons, crashLoopBackOffMessage } from '../status/reasons.js';
@@ -31,6 +32,8 @@ export interface RuntimeManagerOptions {
   hostIPs: () => string[];
   memoryCapacityBytes: number;
   podLogsDir: string;
+  /** The kubelet's root dir: per-container files (termination message) live under pods/<uid>/containers. */
+  rootDir: string;
   /** Creates the pod's cgroup and returns its name (the sandbox's cgroup_parent). */
   ensurePodCgroup: (pod: Pod) => Promise<string>;
   /** Runtime name for container IDs in the API (`containerd://<id>`). */
@@ -242,9 +245,11 @@ export class RuntimeManager {
   /** Container restart backoff (CrashLoopBackOff): 10s doubling to 300s. */
   readonly crashBackoff: Backoff;
   private readonly runtimeName: string;
+  private readonly hooks: HandlerRunner;
 
   constructor(private readonly opts: RuntimeManagerOptions) {
     this.crashBackoff = new Backoff(opts.clock, 10_000, 300_000);
+    this.hooks = new HandlerRunner(opts.cri);
     this.runtimeName = opts.runtimeName ?? 'containerd';
   }
 
@@ -348,6 +353,7 @@ export class RuntimeManager {
       reason: s.reason,
       message: s.message,
       terminationGracePeriodSeconds: info.podTerminationGracePeriod,
+      preStopHandler: info.preStopHandler,
       labels: s.labels,
       annotations: s.annotations,
     };
@@ -361,14 +367,15 @@ export class RuntimeManager {
     log.v(4).info('computePodActions', { actions });
 
     if (actions.killPod) {
-      if (actions.createSandbox) log.info('Sandbox needs to be (re)created; killing the pod first');
+      if (actions.createSandbox && status.sandboxStatuses.length) log.info('Sandbox changed; killing the pod to recreate it');
       await this.killPod(pod, status, undefined);
       if (!actions.createSandbox) return result;
     } else {
       await Promise.all(actions.containersToKill.map(async (k) => {
         log.info('Killing container', { container: k.name, containerID: k.id, reason: k.reason });
         try {
-          await this.killContainer(pod, k.id, k.container, undefined);
+          const rs = status.containerStatuses.find((c) => c.id === k.id);
+          await this.killContainer(pod, { ...rs, id: k.id, name: k.name }, k.container, status.ips[0] ?? this.opts.hostIPs()[0] ?? '', undefined);
         } catch (err) {
           result.errors.push(`killing container ${k.name}: ${(err as Error).message}`);
         }
@@ -427,6 +434,7 @@ export class RuntimeManager {
     // Restart backoff applies when an earlier attempt of this container has exited.
     if (previous && previous.state === 'exited') {
       const key = this.backoffKey(pod, c);
+      if (!this.crashBackoff.has(key)) this.rebuildBackoff(key, previous, status);
       if (this.crashBackoff.isInBackOffSince(key, previous.finishedAt)) {
         const wait = this.crashBackoff.get(key);
         result.requeueAfterMs = minDefined(result.requeueAfterMs, this.crashBackoff.remaining(key, previous.finishedAt) + 50);
@@ -447,10 +455,15 @@ export class RuntimeManager {
     }
 
     const restartCount = previous ? (previous.state === 'created' ? previous.restartCount : previous.restartCount + 1) : 0;
+    const hostNetwork = Boolean(pod.spec.hostNetwork);
     let config: cri.ContainerConfig;
     try {
+      const terminationMessageHostPath = c.terminationMessagePath
+        ? await createTerminationMessageFile(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name))
+        : undefined;
       config = generateContainerConfig(pod, c, restartCount, {
-        podIPs,
+        terminationMessageHostPath,
+        podIPs: hostNetwork ? this.opts.hostIPs() : podIPs,
         hostIPs: this.opts.hostIPs(),
         nodeName: this.opts.nodeName,
         imageRef,
@@ -478,7 +491,39 @@ export class RuntimeManager {
       return { reason: Reasons.RunContainerError, message: (err as Error).message };
     }
     this.opts.log.info('Started container', { pod: podFullName(pod), container: c.name, containerID, restartCount });
+    if (c.lifecycle?.postStart) {
+      const podIP = hostNetwork ? (this.opts.hostIPs()[0] ?? '') : (podIPs[0] ?? '');
+      try {
+        await this.hooks.run({ pod, container: c, containerName: c.name, containerID, podIP }, c.lifecycle.postStart, pod.spec.terminationGracePeriodSeconds ?? 30);
+      } catch (err) {
+        const message = (err as Error).message;
+        this.opts.log.warn('PostStartHook failed; killing the container', { pod: podFullName(pod), container: c.name, err: message });
+        await this.killContainer(pod, { id: containerID, name: c.name }, c, podIP, undefined).catch(() => undefined);
+        return { reason: Reasons.PostStartHookError, message };
+      }
+    }
     return undefined;
+  }
+
+  /**
+   * After a restart of kubelet-ts the restart backoff is rebuilt from the runtime: the window
+   * that preceded the previous attempt is the gap between it and the attempt before it, and
+   * its successor is twice that (10s after a quiet period longer than 2 x 300s).
+   */
+  private rebuildBackoff(key: string, previous: ContainerRuntimeStatus, status: RuntimePodStatus): void {
+    if (previous.restartCount === 0) return;
+    const older = status.containerStatuses.find((c) => c.name === previous.name && c.restartCount === previous.restartCount - 1);
+    const { initialMs, maxMs } = this.crashBackoff;
+    let backoffMs: number;
+    if (older && older.finishedAt && previous.startedAt) {
+      const gap = previous.startedAt - older.finishedAt;
+      let window = 0;
+      for (let b = initialMs; b <= gap && b <= maxMs; b *= 2) window = b;
+      backoffMs = gap > 2 * maxMs || window === 0 ? initialMs : Math.min(window * 2, maxMs);
+    } else {
+      backoffMs = initialMs * 2 ** (previous.restartCount - 1);
+    }
+    this.crashBackoff.seed(key, backoffMs, previous.startedAt || previous.createdAt);
   }
 
   backoffKey(pod: Pod, c: Container): string {
@@ -490,10 +535,11 @@ export class RuntimeManager {
     const byName = new Map<string, Container>();
     for (const c of [...(pod?.spec.initContainers ?? []), ...(pod?.spec.containers ?? [])]) byName.set(c.name, c);
     const running = status.containerStatuses.filter((c) => c.state === 'running' || c.state === 'unknown' || c.state === 'created');
+    const podIP = pod?.spec.hostNetwork ? (this.opts.hostIPs()[0] ?? '') : (status.ips[0] ?? '');
     const errors: string[] = [];
     await Promise.all(running.map(async (c) => {
       try {
-        await this.killContainer(pod, c.id, byName.get(c.name), gracePeriodOverride, c.terminationGracePeriodSeconds);
+        await this.killContainer(pod, c, byName.get(c.name), podIP, gracePeriodOverride);
       } catch (err) {
         errors.push(`${c.name}: ${(err as Error).message}`);
       }
@@ -509,13 +555,32 @@ export class RuntimeManager {
     if (errors.length) throw new Error(`killing pod ${status.namespace}/${status.name}: ${errors.join('; ')}`);
   }
 
-  /** Stops one container with the pod's grace period (at least upstream's 2s floor). */
-  async killContainer(pod: Pod | undefined, id: string, _container: Container | undefined, gracePeriodOverride?: number, recordedGrace?: number): Promise<void> {
-    let grace = pod?.metadata.deletionGracePeriodSeconds ?? pod?.spec.terminationGracePeriodSeconds ?? recordedGrace ?? 30;
+  /**
+   * Stops one container: its preStop hook first (from the spec, or as recorded at creation),
+   * then StopContainer with what is left of the grace period (at least upstream's 2s floor).
+   */
+  async killContainer(
+    pod: Pod | undefined,
+    target: { id: string; name: string; preStopHandler?: LifecycleHandler; terminationGracePeriodSeconds?: number },
+    container: Container | undefined,
+    podIP: string,
+    gracePeriodOverride: number | undefined,
+  ): Promise<void> {
+    let grace = pod?.metadata.deletionGracePeriodSeconds ?? pod?.spec.terminationGracePeriodSeconds ?? target.terminationGracePeriodSeconds ?? 30;
     if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
+    const preStop = container ? container.lifecycle?.preStop : target.preStopHandler;
+    if (preStop && grace > 0 && pod) {
+      const started = this.opts.clock.now();
+      try {
+        await this.hooks.run({ pod, container, containerName: target.name, containerID: target.id, podIP }, preStop, grace);
+      } catch (err) {
+        this.opts.log.warn('PreStopHook failed', { pod: podFullName(pod), container: target.name, err: (err as Error).message });
+      }
+      grace -= Math.floor((this.opts.clock.now() - started) / 1000);
+    }
     grace = Math.max(grace, MINIMUM_GRACE_PERIOD_SECONDS);
     try {
-      await this.opts.cri.stopContainer(id, grace);
+      await this.opts.cri.stopContainer(target.id, grace);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -28,6 +28,8 @@ export interface ContainerRuntimeStatus {
   message: string;
   /** Grace period recorded when the container was created (for adopting terminations). */
   terminationGracePeriodSeconds?: number;
+  /** preStop handler recorded when the container was created (runs even if the spec is gone). */
+  preStopHandler?: import('../api/types.js').LifecycleHandler;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }

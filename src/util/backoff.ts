@@ -50,6 +50,15 @@ export class Backoff {
     return Math.max(0, eventTime + e.backoffMs - this.clock.now());
   }
 
+  /** Restores an entry known from elsewhere (e.g. rebuilt from the runtime after a restart). */
+  seed(key: string, backoffMs: number, lastUpdate: number): void {
+    if (!this.entries.has(key)) this.entries.set(key, { backoffMs: Math.min(backoffMs, this.maxMs), lastUpdate });
+  }
+
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   reset(key: string): void {
     this.entries.delete(key);
   }
