@@ -102,7 +102,7 @@ export class ImageManager {
     if (present && policy === 'IfNotPresent') return present;
 
     const key = `${pod.metadata.uid}_${image}`;
-    if (this.backoff.isInBackOffSince(key, this.opts.clock.now())) {
+    if (this.backoff.isInBackOffSinceUpdate(key)) {
       throw new ImageError(ImagePullBackOff, `Back-off pulling image "${image}"`);
     }
     try {

@@ -43,6 +43,15 @@ export class Backoff {
     return now - eventTime < e.backoffMs;
   }
 
+  /** True while the last recorded failure of the key is inside its backoff window. */
+  isInBackOffSinceUpdate(key: string): boolean {
+    const e = this.entries.get(key);
+    if (!e) return false;
+    const now = this.clock.now();
+    if (this.hasExpired(e, now)) return false;
+    return now - e.lastUpdate < e.backoffMs;
+  }
+
   /** Milliseconds left of the window that started at `eventTime`. */
   remaining(key: string, eventTime: number): number {
     const e = this.entries.get(key);

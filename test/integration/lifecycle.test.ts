@@ -176,6 +176,14 @@ describe('pod lifecycle on containerd', () => {
     await remove('config-err');
   });
 
+  it('reports CreateContainerError when the runtime refuses to create the container', async () => {
+    // A Localhost seccomp profile that does not exist: containerd refuses CreateContainer.
+    await write('create-err', { containers: [c('main', LOOP, { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'kts-no-such-profile.json' } } })] });
+    const p = await until('create-err', (p) => cs(p, 'main')?.state.waiting?.reason === 'CreateContainerError', 'CreateContainerError');
+    assert.match(cs(p, 'main')!.state.waiting!.message!, /kts-no-such-profile\.json/);
+    await remove('create-err');
+  });
+
   it('runs postStart and preStop hooks (httpGet and exec)', async () => {
     const url = (path: string) => ['sh', '-c', `wget -q -O /dev/null http://127.0.0.1:${hookPort}${path}`];
     await write('hooks', {

@@ -1,0 +1,50 @@
+// The kubelet-ts command: a bad config or flag is a clear error naming the field, exits
+// non-zero, and nothing is started (no runtime is contacted: the endpoint does not exist).
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot } from './fixtures/runtime.js';
+
+const run = promisify(execFile);
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [join(repoRoot(), 'bin', 'kubelet-ts.mjs'), ...args], { timeout: 30_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('kubelet-ts command line', () => {
+  it('exits non-zero on a config field of the wrong type, naming file and field', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-cli-'));
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: lots\n');
+    const r = await cli(['--config', file, '--container-runtime-endpoint', `unix://${dir}/none.sock`]);
+    await rm(dir, { recursive: true, force: true });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /config\.yaml/);
+    assert.match(r.stderr, /maxPods/);
+    assert.doesNotMatch(r.stderr, /Started kubelet/);
+  });
+
+  it('exits non-zero on an unknown flag, naming it', async () => {
+    const r = await cli(['--no-such-flag=1']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /no-such-flag/);
+  });
+
+  it('prints usage for --help', async () => {
+    const r = await cli(['--help']);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /--pod-manifest-path/);
+    assert.match(r.stdout, /--container-runtime-endpoint/);
+  });
+});
