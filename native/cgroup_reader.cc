@@ -1,0 +1,737 @@
+// Batch cgroup counter reader: one call reads every file of a whole list of cgroups and
+// fills flat arrays (values, state, status, device rows). The tables below mirror
+// src/stats/cgroup-sample.ts; the TS loader compares fieldNames() with its own list.
+#include "cgroup_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kts {
+namespace {
+
+// X(id, name): the field order of a cgroup's row; names as in CGROUP_FIELD_NAMES.
+#define KTS_CGROUP_FIELDS(X)                                                 \
+  X(kCpuUsageUsec, "cpu.stat:usage_usec")                                    \
+  X(kCpuUserUsec, "cpu.stat:user_usec")                                      \
+  X(kCpuSystemUsec, "cpu.stat:system_usec")                                  \
+  X(kCpuNrPeriods, "cpu.stat:nr_periods")                                    \
+  X(kCpuNrThrottled, "cpu.stat:nr_throttled")                                \
+  X(kCpuThrottledUsec, "cpu.stat:throttled_usec")                            \
+  X(kCpuThrottledTime, "cpu.stat:throttled_time")                            \
+  X(kCpuacctUsage, "cpuacct.usage")                                          \
+  X(kCpuacctUserNs, "cpuacct.stat:user_ns")                                  \
+  X(kCpuacctSystemNs, "cpuacct.stat:system_ns")                              \
+  X(kMemCurrent, "memory.current")                                           \
+  X(kMemMax, "memory.max")                                                   \
+  X(kMemSwapCurrent, "memory.swap.current")                                  \
+  X(kMsAnon, "memory.stat:anon")                                             \
+  X(kMsFile, "memory.stat:file")                                             \
+  X(kMsKernel, "memory.stat:kernel")                                         \
+  X(kMsKernelStack, "memory.stat:kernel_stack")                              \
+  X(kMsPagetables, "memory.stat:pagetables")                                 \
+  X(kMsSock, "memory.stat:sock")                                             \
+  X(kMsShmem, "memory.stat:shmem")                                           \
+  X(kMsFileMapped, "memory.stat:file_mapped")                                \
+  X(kMsFileDirty, "memory.stat:file_dirty")                                  \
+  X(kMsFileWriteback, "memory.stat:file_writeback")                          \
+  X(kMsSwapcached, "memory.stat:swapcached")                                 \
+  X(kMsAnonThp, "memory.stat:anon_thp")                                      \
+  X(kMsInactiveAnon, "memory.stat:inactive_anon")                            \
+  X(kMsActiveAnon, "memory.stat:active_anon")                                \
+  X(kMsInactiveFile, "memory.stat:inactive_file")                            \
+  X(kMsActiveFile, "memory.stat:active_file")                                \
+  X(kMsUnevictable, "memory.stat:unevictable")                               \
+  X(kMsSlabReclaimable, "memory.stat:slab_reclaimable")                      \
+  X(kMsSlabUnreclaimable, "memory.stat:slab_unreclaimable")                  \
+  X(kMsSlab, "memory.stat:slab")                                             \
+  X(kMsWorkingsetRefaultAnon, "memory.stat:workingset_refault_anon")         \
+  X(kMsWorkingsetRefaultFile, "memory.stat:workingset_refault_file")         \
+  X(kMsPgfault, "memory.stat:pgfault")                                       \
+  X(kMsPgmajfault, "memory.stat:pgmajfault")                                 \
+  X(kMeLow, "memory.events:low")                                             \
+  X(kMeHigh, "memory.events:high")                                           \
+  X(kMeMax, "memory.events:max")                                             \
+  X(kMeOom, "memory.events:oom")                                             \
+  X(kMeOomKill, "memory.events:oom_kill")                                    \
+  X(kMemUsageInBytes, "memory.usage_in_bytes")                               \
+  X(kMemLimitInBytes, "memory.limit_in_bytes")                               \
+  X(kMsTotalCache, "memory.stat:total_cache")                                \
+  X(kMsTotalRss, "memory.stat:total_rss")                                    \
+  X(kMsTotalRssHuge, "memory.stat:total_rss_huge")                           \
+  X(kMsTotalShmem, "memory.stat:total_shmem")                                \
+  X(kMsTotalMappedFile, "memory.stat:total_mapped_file")                     \
+  X(kMsTotalDirty, "memory.stat:total_dirty")                                \
+  X(kMsTotalWriteback, "memory.stat:total_writeback")                        \
+  X(kMsTotalSwap, "memory.stat:total_swap")                                  \
+  X(kMsTotalPgfault, "memory.stat:total_pgfault")                            \
+  X(kMsTotalPgmajfault, "memory.stat:total_pgmajfault")                      \
+  X(kMsTotalInactiveAnon, "memory.stat:total_inactive_anon")                 \
+  X(kMsTotalActiveAnon, "memory.stat:total_active_anon")                     \
+  X(kMsTotalInactiveFile, "memory.stat:total_inactive_file")                 \
+  X(kMsTotalActiveFile, "memory.stat:total_active_file")                     \
+  X(kMsTotalUnevictable, "memory.stat:total_unevictable")                    \
+  X(kMsHierarchicalMemoryLimit, "memory.stat:hierarchical_memory_limit")     \
+  X(kOomKill, "memory.oom_control:oom_kill")                                 \
+  X(kUnderOom, "memory.oom_control:under_oom")                               \
+  X(kPidsCurrent, "pids.current")                                            \
+  X(kPidsMax, "pids.max")                                                    \
+  X(kIoRbytes, "io.stat:rbytes")                                             \
+  X(kIoWbytes, "io.stat:wbytes")                                             \
+  X(kIoRios, "io.stat:rios")                                                 \
+  X(kIoWios, "io.stat:wios")                                                 \
+  X(kIoDbytes, "io.stat:dbytes")                                             \
+  X(kIoDios, "io.stat:dios")                                                 \
+  X(kBlkioBytesRead, "blkio.throttle.io_service_bytes_recursive:read")       \
+  X(kBlkioBytesWrite, "blkio.throttle.io_service_bytes_recursive:write")     \
+  X(kBlkioServicedRead, "blkio.throttle.io_serviced_recursive:read")         \
+  X(kBlkioServicedWrite, "blkio.throttle.io_serviced_recursive:write")       \
+  X(kCpuPsiSomeAvg10, "cpu.pressure:some_avg10")                             \
+  X(kCpuPsiSomeAvg60, "cpu.pressure:some_avg60")                             \
+  X(kCpuPsiSomeAvg300, "cpu.pressure:some_avg300")                           \
+  X(kCpuPsiSomeTotal, "cpu.pressure:some_total")                             \
+  X(kCpuPsiFullAvg10, "cpu.pressure:full_avg10")                             \
+  X(kCpuPsiFullAvg60, "cpu.pressure:full_avg60")                             \
+  X(kCpuPsiFullAvg300, "cpu.pressure:full_avg300")                           \
+  X(kCpuPsiFullTotal, "cpu.pressure:full_total")                             \
+  X(kMemPsiSomeAvg10, "memory.pressure:some_avg10")                          \
+  X(kMemPsiSomeAvg60, "memory.pressure:some_avg60")                          \
+  X(kMemPsiSomeAvg300, "memory.pressure:some_avg300")                        \
+  X(kMemPsiSomeTotal, "memory.pressure:some_total")                          \
+  X(kMemPsiFullAvg10, "memory.pressure:full_avg10")                          \
+  X(kMemPsiFullAvg60, "memory.pressure:full_avg60")                          \
+  X(kMemPsiFullAvg300, "memory.pressure:full_avg300")                        \
+  X(kMemPsiFullTotal, "memory.pressure:full_total")                          \
+  X(kIoPsiSomeAvg10, "io.pressure:some_avg10")                               \
+  X(kIoPsiSomeAvg60, "io.pressure:some_avg60")                               \
+  X(kIoPsiSomeAvg300, "io.pressure:some_avg300")                             \
+  X(kIoPsiSomeTotal, "io.pressure:some_total")                               \
+  X(kIoPsiFullAvg10, "io.pressure:full_avg10")                               \
+  X(kIoPsiFullAvg60, "io.pressure:full_avg60")                               \
+  X(kIoPsiFullAvg300, "io.pressure:full_avg300")                             \
+  X(kIoPsiFullTotal, "io.pressure:full_total")
+
+enum Field : uint16_t {
+#define KTS_FIELD_ID(id, name) id,
+  KTS_CGROUP_FIELDS(KTS_FIELD_ID)
+#undef KTS_FIELD_ID
+      kFieldCount
+};
+
+constexpr const char* kFieldNames[] = {
+#define KTS_FIELD_NAME(id, name) name,
+    KTS_CGROUP_FIELDS(KTS_FIELD_NAME)
+#undef KTS_FIELD_NAME
+};
+static_assert(sizeof(kFieldNames) / sizeof(kFieldNames[0]) == kFieldCount, "field table");
+
+// Path table slots per cgroup, in CGROUP_SLOTS order.
+enum Slot : uint8_t { kUnified, kCpu, kCpuacct, kMemory, kPids, kBlkio, kSlotCount };
+
+enum State : uint8_t { kAbsent = 0, kPresent = 1, kMaxValue = 2 };
+enum Status : uint8_t { kOk = 0, kMissing = 1 };
+constexpr int kDeviceColumns = 4;  // rbytes, wbytes, rios, wios
+
+enum class Parse : uint8_t { kSingle, kKeyed, kTicks, kPsi, kIoStat, kBlkio };
+
+struct Key {
+  std::string_view key;
+  Field field;
+};
+
+struct FileSpec {
+  const char* name;
+  Slot slot;
+  Parse parse;
+  Field field;  // single: the field; psi/iostat/blkio: the first of consecutive fields
+  const Key* keys;
+  uint8_t key_count;
+  uint8_t device_column;  // blkio: column of its Read line (Write is the next)
+};
+
+constexpr Key kV2CpuStat[] = {
+    {"usage_usec", kCpuUsageUsec},     {"user_usec", kCpuUserUsec},
+    {"system_usec", kCpuSystemUsec},   {"nr_periods", kCpuNrPeriods},
+    {"nr_throttled", kCpuNrThrottled}, {"throttled_usec", kCpuThrottledUsec},
+};
+// In the kernel's printing order, so the cursor lookup usually hits at once.
+constexpr Key kV2MemoryStat[] = {
+    {"anon", kMsAnon},
+    {"file", kMsFile},
+    {"kernel", kMsKernel},
+    {"kernel_stack", kMsKernelStack},
+    {"pagetables", kMsPagetables},
+    {"sock", kMsSock},
+    {"shmem", kMsShmem},
+    {"file_mapped", kMsFileMapped},
+    {"file_dirty", kMsFileDirty},
+    {"file_writeback", kMsFileWriteback},
+    {"swapcached", kMsSwapcached},
+    {"anon_thp", kMsAnonThp},
+    {"inactive_anon", kMsInactiveAnon},
+    {"active_anon", kMsActiveAnon},
+    {"inactive_file", kMsInactiveFile},
+    {"active_file", kMsActiveFile},
+    {"unevictable", kMsUnevictable},
+    {"slab_reclaimable", kMsSlabReclaimable},
+    {"slab_unreclaimable", kMsSlabUnreclaimable},
+    {"slab", kMsSlab},
+    {"workingset_refault_anon", kMsWorkingsetRefaultAnon},
+    {"workingset_refault_file", kMsWorkingsetRefaultFile},
+    {"pgfault", kMsPgfault},
+    {"pgmajfault", kMsPgmajfault},
+};
+constexpr Key kV2MemoryEvents[] = {
+    {"low", kMeLow}, {"high", kMeHigh}, {"max", kMeMax}, {"oom", kMeOom}, {"oom_kill", kMeOomKill},
+};
+constexpr Key kV1CpuStat[] = {
+    {"nr_periods", kCpuNrPeriods},
+    {"nr_throttled", kCpuNrThrottled},
+    {"throttled_time", kCpuThrottledTime},
+};
+constexpr Key kV1CpuacctStat[] = {{"user", kCpuacctUserNs}, {"system", kCpuacctSystemNs}};
+constexpr Key kV1MemoryStat[] = {
+    {"hierarchical_memory_limit", kMsHierarchicalMemoryLimit},
+    {"total_cache", kMsTotalCache},
+    {"total_rss", kMsTotalRss},
+    {"total_rss_huge", kMsTotalRssHuge},
+    {"total_shmem", kMsTotalShmem},
+    {"total_mapped_file", kMsTotalMappedFile},
+    {"total_dirty", kMsTotalDirty},
+    {"total_writeback", kMsTotalWriteback},
+    {"total_swap", kMsTotalSwap},
+    {"total_pgfault", kMsTotalPgfault},
+    {"total_pgmajfault", kMsTotalPgmajfault},
+    {"total_inactive_anon", kMsTotalInactiveAnon},
+    {"total_active_anon", kMsTotalActiveAnon},
+    {"total_inactive_file", kMsTotalInactiveFile},
+    {"total_active_file", kMsTotalActiveFile},
+    {"total_unevictable", kMsTotalUnevictable},
+};
+constexpr Key kV1OomControl[] = {{"under_oom", kUnderOom}, {"oom_kill", kOomKill}};
+
+#define KTS_KEYS(table) table, static_cast<uint8_t>(sizeof(table) / sizeof(table[0]))
+
+constexpr FileSpec kV2Files[] = {
+    {"cpu.stat", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2CpuStat), 0},
+    {"memory.current", kUnified, Parse::kSingle, kMemCurrent, nullptr, 0, 0},
+    {"memory.max", kUnified, Parse::kSingle, kMemMax, nullptr, 0, 0},
+    {"memory.stat", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2MemoryStat), 0},
+    {"memory.events", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2MemoryEvents), 0},
+    {"memory.swap.current", kUnified, Parse::kSingle, kMemSwapCurrent, nullptr, 0, 0},
+    {"pids.current", kUnified, Parse::kSingle, kPidsCurrent, nullptr, 0, 0},
+    {"pids.max", kUnified, Parse::kSingle, kPidsMax, nullptr, 0, 0},
+    {"io.stat", kUnified, Parse::kIoStat, kIoRbytes, nullptr, 0, 0},
+    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, nullptr, 0, 0},
+    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, nullptr, 0, 0},
+    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, nullptr, 0, 0},
+};
+
+constexpr FileSpec kV1Files[] = {
+    {"cpu.stat", kCpu, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1CpuStat), 0},
+    {"cpuacct.usage", kCpuacct, Parse::kSingle, kCpuacctUsage, nullptr, 0, 0},
+    {"cpuacct.stat", kCpuacct, Parse::kTicks, kFieldCount, KTS_KEYS(kV1CpuacctStat), 0},
+    {"memory.usage_in_bytes", kMemory, Parse::kSingle, kMemUsageInBytes, nullptr, 0, 0},
+    {"memory.limit_in_bytes", kMemory, Parse::kSingle, kMemLimitInBytes, nullptr, 0, 0},
+    {"memory.stat", kMemory, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1MemoryStat), 0},
+    {"memory.oom_control", kMemory, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1OomControl), 0},
+    {"pids.current", kPids, Parse::kSingle, kPidsCurrent, nullptr, 0, 0},
+    {"pids.max", kPids, Parse::kSingle, kPidsMax, nullptr, 0, 0},
+    {"blkio.throttle.io_service_bytes_recursive", kBlkio, Parse::kBlkio, kBlkioBytesRead, nullptr, 0, 0},
+    {"blkio.throttle.io_serviced_recursive", kBlkio, Parse::kBlkio, kBlkioServicedRead, nullptr, 0, 2},
+    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, nullptr, 0, 0},
+    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, nullptr, 0, 0},
+    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, nullptr, 0, 0},
+};
+#undef KTS_KEYS
+
+uint64_t g_clock_ticks = 100;
+
+struct DeviceRow {
+  uint32_t cgroup;
+  uint32_t major;
+  uint32_t minor;
+  uint64_t v[kDeviceColumns];
+};
+
+// The baton: inputs parsed on the main thread, outputs written by the worker into
+// memory owned by JS ArrayBuffers that are not visible to JS until the read is done.
+struct CgroupBatch {
+  uint32_t count = 0;
+  std::vector<uint8_t> kinds;
+  std::string paths;               // kSlotCount '\0'-terminated entries per cgroup
+  std::vector<uint32_t> entry;     // offset of each entry in paths
+  std::vector<uint32_t> entry_len; // its length
+  uint8_t* status = nullptr;
+  uint64_t* values = nullptr;
+  uint8_t* state = nullptr;
+  std::vector<DeviceRow> devices;
+};
+
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// [p, end) as a whole: `max` or an unsigned decimal that fits in 64 bits.
+State ParseValue(const char* p, const char* end, uint64_t* out) {
+  if (end - p == 3 && p[0] == 'm' && p[1] == 'a' && p[2] == 'x') {
+    *out = UINT64_MAX;
+    return kMaxValue;
+  }
+  if (p == end) return kAbsent;
+  uint64_t v = 0;
+  for (; p < end; ++p) {
+    const unsigned d = static_cast<unsigned char>(*p) - '0';
+    if (d > 9) return kAbsent;
+    if (v > (UINT64_MAX - d) / 10) return kAbsent;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return kPresent;
+}
+
+// [p, end) as `digits[.digits]` in hundredths (PSI averages print two decimals).
+bool ParseHundredths(const char* p, const char* end, uint64_t* out) {
+  const char* dot = static_cast<const char*>(memchr(p, '.', end - p));
+  const char* int_end = dot ? dot : end;
+  uint64_t whole;
+  if (ParseValue(p, int_end, &whole) != kPresent) return false;
+  uint64_t frac = 0;
+  if (dot) {
+    const char* f = dot + 1;
+    if (f == end) return false;
+    for (const char* q = f; q < end; ++q)
+      if (static_cast<unsigned>(static_cast<unsigned char>(*q) - '0') > 9u) return false;
+    frac = static_cast<uint64_t>(f[0] - '0') * 10 + (f + 1 < end ? static_cast<uint64_t>(f[1] - '0') : 0);
+  }
+  if (whole > (UINT64_MAX - frac) / 100) return false;
+  *out = whole * 100 + frac;
+  return true;
+}
+
+// `MAJ:MIN` with both parts fitting in 32 bits.
+bool ParseDevice(const char* p, const char* end, uint32_t* major, uint32_t* minor) {
+  const char* colon = static_cast<const char*>(memchr(p, ':', end - p));
+  if (!colon) return false;
+  uint64_t a, b;
+  if (ParseValue(p, colon, &a) != kPresent || ParseValue(colon + 1, end, &b) != kPresent) return false;
+  if (a > UINT32_MAX || b > UINT32_MAX) return false;
+  *major = static_cast<uint32_t>(a);
+  *minor = static_cast<uint32_t>(b);
+  return true;
+}
+
+class BatchReader {
+ public:
+  explicit BatchReader(CgroupBatch& batch) : b_(batch) {}
+
+  void Run() {
+    for (uint32_t i = 0; i < b_.count; ++i) ReadCgroup(i);
+  }
+
+ private:
+  static constexpr size_t kStackBuf = 16384;
+
+  // Reads a whole file; returns its length (data in *out) or -errno.
+  ssize_t ReadFile(const char* path, char* buf, const char** out) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    ssize_t n;
+    do n = read(fd, buf, kStackBuf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      return -e;
+    }
+    size_t len = static_cast<size_t>(n);
+    *out = buf;
+    // A short read is the whole file (seq_file and tmpfs fill the buffer); a full one may not be.
+    if (len == kStackBuf) {
+      if (spill_.size() < kStackBuf * 2) spill_.resize(kStackBuf * 2);
+      memcpy(spill_.data(), buf, len);
+      for (;;) {
+        if (len == spill_.size()) spill_.resize(spill_.size() * 2);
+        const ssize_t m = read(fd, spill_.data() + len, spill_.size() - len);
+        if (m < 0) {
+          if (errno == EINTR) continue;
+          const int e = errno;
+          close(fd);
+          return -e;
+        }
+        if (m == 0) break;
+        len += static_cast<size_t>(m);
+      }
+      *out = spill_.data();
+    }
+    close(fd);
+    return static_cast<ssize_t>(len);
+  }
+
+  static bool DirGone(const char* dir) {
+    return access(dir, F_OK) != 0 && (errno == ENOENT || errno == ENOTDIR);
+  }
+
+  void ReadCgroup(uint32_t i) {
+    char buf[kStackBuf];
+    char path[4096 + 64];
+    const bool v2 = b_.kinds[i] == 2;
+    const FileSpec* files = v2 ? kV2Files : kV1Files;
+    const size_t nfiles = v2 ? sizeof(kV2Files) / sizeof(kV2Files[0]) : sizeof(kV1Files) / sizeof(kV1Files[0]);
+    uint64_t* vals = b_.values + static_cast<size_t>(i) * kFieldCount;
+    uint8_t* st = b_.state + static_cast<size_t>(i) * kFieldCount;
+    dev_start_ = b_.devices.size();
+    cgroup_ = i;
+    bool missing = false;
+
+    for (size_t f = 0; f < nfiles; ++f) {
+      const FileSpec& spec = files[f];
+      const size_t e = static_cast<size_t>(i) * kSlotCount + spec.slot;
+      const uint32_t dlen = b_.entry_len[e];
+      if (dlen == 0) continue;
+      const char* dir = b_.paths.data() + b_.entry[e];
+      const size_t nlen = strlen(spec.name);
+      if (dlen + 1 + nlen + 1 > sizeof(path)) continue;
+      memcpy(path, dir, dlen);
+      path[dlen] = '/';
+      memcpy(path + dlen + 1, spec.name, nlen + 1);
+
+      const char* data = nullptr;
+      const ssize_t n = ReadFile(path, buf, &data);
+      if (n < 0) {
+        // A missing file is an absent field unless its whole directory is gone; a v1 cgroup's
+        // unified dir only adds PSI, so its absence does not make the cgroup missing.
+        if ((n == -ENOENT || n == -ENODEV) && (v2 || spec.slot != kUnified) && DirGone(dir)) {
+          missing = true;
+          break;
+        }
+        continue;
+      }
+      ParseFile(spec, data, data + n, vals, st);
+    }
+
+    if (missing) {
+      memset(vals, 0, sizeof(uint64_t) * kFieldCount);
+      memset(st, 0, kFieldCount);
+      b_.devices.resize(dev_start_);
+      b_.status[i] = kMissing;
+    } else {
+      b_.status[i] = kOk;
+    }
+  }
+
+  DeviceRow& Device(uint32_t major, uint32_t minor) {
+    for (size_t r = dev_start_; r < b_.devices.size(); ++r) {
+      DeviceRow& row = b_.devices[r];
+      if (row.major == major && row.minor == minor) return row;
+    }
+    b_.devices.push_back(DeviceRow{cgroup_, major, minor, {0, 0, 0, 0}});
+    return b_.devices.back();
+  }
+
+  static void Set(uint64_t* vals, uint8_t* st, int field, uint64_t v, State s) {
+    vals[field] = v;
+    st[field] = s;
+  }
+
+  static void Add(uint64_t* vals, uint8_t* st, int field, uint64_t v) {
+    vals[field] = st[field] == kPresent ? vals[field] + v : v;
+    st[field] = kPresent;
+  }
+
+  void ParseFile(const FileSpec& spec, const char* p, const char* end, uint64_t* vals, uint8_t* st) {
+    if (spec.parse == Parse::kSingle) {
+      while (p < end && IsSpace(*p)) ++p;
+      while (end > p && IsSpace(end[-1])) --end;
+      uint64_t v;
+      const State s = ParseValue(p, end, &v);
+      if (s != kAbsent) Set(vals, st, spec.field, v, s);
+      return;
+    }
+    size_t cursor = 0;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', end - p));
+      const char* line_end = nl ? nl : end;
+      ParseLine(spec, p, line_end, vals, st, &cursor);
+      p = nl ? nl + 1 : end;
+    }
+  }
+
+  // Splits the next blank-separated token of [*p, end); false at the end of the line.
+  static bool NextToken(const char** p, const char* end, const char** tok, const char** tok_end) {
+    const char* q = *p;
+    while (q < end && IsBlank(*q)) ++q;
+    if (q == end) return false;
+    *tok = q;
+    while (q < end && !IsBlank(*q)) ++q;
+    *tok_end = q;
+    *p = q;
+    return true;
+  }
+
+  void ParseLine(const FileSpec& spec, const char* p, const char* end, uint64_t* vals, uint8_t* st,
+                 size_t* cursor) {
+    const char* tok;
+    const char* tok_end;
+    switch (spec.parse) {
+      case Parse::kKeyed:
+      case Parse::kTicks: {
+        // The key starts the line.
+        const char* key = p;
+        while (p < end && !IsBlank(*p)) ++p;
+        if (p == key || p == end) return;
+        const std::string_view k(key, static_cast<size_t>(p - key));
+        if (!NextToken(&p, end, &tok, &tok_end)) return;
+        int field = -1;
+        for (size_t n = 0; n < spec.key_count; ++n) {
+          const size_t at = (*cursor + n) % spec.key_count;
+          if (spec.keys[at].key == k) {
+            field = spec.keys[at].field;
+            *cursor = at + 1;
+            break;
+          }
+        }
+        if (field < 0) return;
+        uint64_t v;
+        const State s = ParseValue(tok, tok_end, &v);
+        if (s == kAbsent) return;
+        if (s == kPresent && spec.parse == Parse::kTicks) {
+          const unsigned __int128 ns = static_cast<unsigned __int128>(v) * 1000000000u / g_clock_ticks;
+          if (ns > UINT64_MAX) return;
+          v = static_cast<uint64_t>(ns);
+        }
+        Set(vals, st, field, v, s);
+        return;
+      }
+      case Parse::kPsi: {
+        if (!NextToken(&p, end, &tok, &tok_end)) return;
+        const std::string_view kind(tok, static_cast<size_t>(tok_end - tok));
+        int base;
+        if (kind == "some") base = spec.field;
+        else if (kind == "full") base = spec.field + 4;
+        else return;
+        while (NextToken(&p, end, &tok, &tok_end)) {
+          const char* eq = static_cast<const char*>(memchr(tok, '=', tok_end - tok));
+          if (!eq) continue;
+          const std::string_view k(tok, static_cast<size_t>(eq - tok));
+          uint64_t v;
+          int off;
+          if (k == "avg10") off = 0;
+          else if (k == "avg60") off = 1;
+          else if (k == "avg300") off = 2;
+          else if (k == "total") off = 3;
+          else continue;
+          if (off < 3) {
+            if (!ParseHundredths(eq + 1, tok_end, &v)) continue;
+          } else if (ParseValue(eq + 1, tok_end, &v) != kPresent) {
+            continue;
+          }
+          Set(vals, st, base + off, v, kPresent);
+        }
+        return;
+      }
+      case Parse::kIoStat: {
+        uint32_t major, minor;
+        if (!NextToken(&p, end, &tok, &tok_end) || !ParseDevice(tok, tok_end, &major, &minor)) return;
+        DeviceRow& row = Device(major, minor);
+        while (NextToken(&p, end, &tok, &tok_end)) {
+          const char* eq = static_cast<const char*>(memchr(tok, '=', tok_end - tok));
+          if (!eq) continue;
+          const std::string_view k(tok, static_cast<size_t>(eq - tok));
+          int off;
+          if (k == "rbytes") off = 0;
+          else if (k == "wbytes") off = 1;
+          else if (k == "rios") off = 2;
+          else if (k == "wios") off = 3;
+          else if (k == "dbytes") off = 4;
+          else if (k == "dios") off = 5;
+          else continue;
+          uint64_t v;
+          if (ParseValue(eq + 1, tok_end, &v) != kPresent) continue;
+          Add(vals, st, spec.field + off, v);
+          if (off < kDeviceColumns) row.v[off] += v;
+        }
+        return;
+      }
+      case Parse::kBlkio: {
+        uint32_t major, minor;
+        if (!NextToken(&p, end, &tok, &tok_end) || !ParseDevice(tok, tok_end, &major, &minor)) return;
+        if (!NextToken(&p, end, &tok, &tok_end)) return;
+        const std::string_view op(tok, static_cast<size_t>(tok_end - tok));
+        int off;
+        if (op == "Read") off = 0;
+        else if (op == "Write") off = 1;
+        else return;
+        uint64_t v;
+        if (!NextToken(&p, end, &tok, &tok_end) || ParseValue(tok, tok_end, &v) != kPresent) return;
+        Add(vals, st, spec.field + off, v);
+        Device(major, minor).v[spec.device_column + off] += v;
+        return;
+      }
+      case Parse::kSingle:
+        return;
+    }
+  }
+
+  CgroupBatch& b_;
+  std::vector<char> spill_;
+  size_t dev_start_ = 0;
+  uint32_t cgroup_ = 0;
+};
+
+// Output arrays allocated on the main thread before the read; the worker fills them.
+struct BatchBuffers {
+  Napi::ArrayBuffer status;
+  Napi::ArrayBuffer values;
+  Napi::ArrayBuffer state;
+};
+
+// Validates (kinds, paths) and fills a baton; throws a JS TypeError on bad input.
+std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuffers* out) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsString()) {
+    throw Napi::TypeError::New(env, "readCgroups(kinds: Uint8Array, paths: string)");
+  }
+  Napi::TypedArray kinds_arr = info[0].As<Napi::TypedArray>();
+  if (kinds_arr.TypedArrayType() != napi_uint8_array) {
+    throw Napi::TypeError::New(env, "readCgroups: kinds must be a Uint8Array");
+  }
+  Napi::Uint8Array kinds = kinds_arr.As<Napi::Uint8Array>();
+  auto batch = std::make_unique<CgroupBatch>();
+  batch->count = static_cast<uint32_t>(kinds.ElementLength());
+  batch->kinds.assign(kinds.Data(), kinds.Data() + kinds.ElementLength());
+  for (uint8_t k : batch->kinds) {
+    if (k != 1 && k != 2) throw Napi::TypeError::New(env, "readCgroups: kinds must be 1 or 2");
+  }
+  batch->paths = info[1].As<Napi::String>().Utf8Value();
+  const size_t entries = static_cast<size_t>(batch->count) * kSlotCount;
+  batch->entry.reserve(entries);
+  batch->entry_len.reserve(entries);
+  size_t start = 0;
+  for (size_t at = 0; at < batch->paths.size(); ++at) {
+    if (batch->paths[at] != '\0') continue;
+    if (batch->entry.size() == entries) break;
+    batch->entry.push_back(static_cast<uint32_t>(start));
+    batch->entry_len.push_back(static_cast<uint32_t>(at - start));
+    start = at + 1;
+  }
+  if (batch->entry.size() != entries || start != batch->paths.size()) {
+    throw Napi::TypeError::New(env, "readCgroups: paths must hold 6 NUL-terminated entries per cgroup");
+  }
+  const size_t cells = static_cast<size_t>(batch->count) * kFieldCount;
+  out->status = Napi::ArrayBuffer::New(env, batch->count);
+  out->values = Napi::ArrayBuffer::New(env, cells * sizeof(uint64_t));
+  out->state = Napi::ArrayBuffer::New(env, cells);
+  batch->status = static_cast<uint8_t*>(out->status.Data());
+  batch->values = static_cast<uint64_t*>(out->values.Data());
+  batch->state = static_cast<uint8_t*>(out->state.Data());
+  return batch;
+}
+
+Napi::Object BuildResult(Napi::Env env, const CgroupBatch& batch, const BatchBuffers& buffers) {
+  const size_t cells = static_cast<size_t>(batch.count) * kFieldCount;
+  const size_t rows = batch.devices.size();
+  Napi::Uint32Array dev_ids = Napi::Uint32Array::New(env, rows * 3);
+  Napi::BigUint64Array dev_values = Napi::BigUint64Array::New(env, rows * kDeviceColumns);
+  for (size_t r = 0; r < rows; ++r) {
+    const DeviceRow& row = batch.devices[r];
+    dev_ids[r * 3] = row.cgroup;
+    dev_ids[r * 3 + 1] = row.major;
+    dev_ids[r * 3 + 2] = row.minor;
+    memcpy(dev_values.Data() + r * kDeviceColumns, row.v, sizeof(row.v));
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("status", Napi::Uint8Array::New(env, batch.count, buffers.status, 0));
+  result.Set("values", Napi::BigUint64Array::New(env, cells, buffers.values, 0));
+  result.Set("state", Napi::Uint8Array::New(env, cells, buffers.state, 0));
+  result.Set("devIds", dev_ids);
+  result.Set("devValues", dev_values);
+  return result;
+}
+
+class ReadCgroupsWorker : public Napi::AsyncWorker {
+ public:
+  ReadCgroupsWorker(Napi::Env env, std::unique_ptr<CgroupBatch> batch, const BatchBuffers& buffers)
+      : Napi::AsyncWorker(env, "kts:readCgroups"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        batch_(std::move(batch)),
+        status_(Napi::Persistent(buffers.status)),
+        values_(Napi::Persistent(buffers.values)),
+        state_(Napi::Persistent(buffers.state)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      BatchReader(*batch_).Run();
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    const BatchBuffers buffers{status_.Value(), values_.Value(), state_.Value()};
+    deferred_.Resolve(BuildResult(Env(), *batch_, buffers));
+  }
+
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::unique_ptr<CgroupBatch> batch_;
+  Napi::Reference<Napi::ArrayBuffer> status_;
+  Napi::Reference<Napi::ArrayBuffer> values_;
+  Napi::Reference<Napi::ArrayBuffer> state_;
+};
+
+Napi::Value ReadCgroupsSync(const Napi::CallbackInfo& info) {
+  BatchBuffers buffers;
+  std::unique_ptr<CgroupBatch> batch = ParseArgs(info, &buffers);
+  try {
+    BatchReader(*batch).Run();
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return BuildResult(info.Env(), *batch, buffers);
+}
+
+Napi::Value ReadCgroupsAsync(const Napi::CallbackInfo& info) {
+  BatchBuffers buffers;
+  std::unique_ptr<CgroupBatch> batch = ParseArgs(info, &buffers);
+  auto* worker = new ReadCgroupsWorker(info.Env(), std::move(batch), buffers);
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();  // the worker deletes itself after OnOK/OnError
+  return promise;
+}
+
+Napi::Value FieldNames(const Napi::CallbackInfo& info) {
+  Napi::Array names = Napi::Array::New(info.Env(), kFieldCount);
+  for (uint32_t i = 0; i < kFieldCount; ++i) names.Set(i, Napi::String::New(info.Env(), kFieldNames[i]));
+  return names;
+}
+
+Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(g_clock_ticks));
+}
+
+}  // namespace
+
+void InitCgroupReader(Napi::Env env, Napi::Object exports) {
+  const long ticks = sysconf(_SC_CLK_TCK);
+  if (ticks > 0) g_clock_ticks = static_cast<uint64_t>(ticks);
+  exports.Set("fieldNames", Napi::Function::New(env, FieldNames, "fieldNames"));
+  exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));
+  exports.Set("readCgroupsSync", Napi::Function::New(env, ReadCgroupsSync, "readCgroupsSync"));
+  exports.Set("readCgroupsAsync", Napi::Function::New(env, ReadCgroupsAsync, "readCgroupsAsync"));
+}
+
+}  // namespace kts

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { EXPECTED_ADDON_ABI, findPackageRoot, loadNative, type NativeAddon } from '../../src/native.js';
+import { createNativeCgroupReader, encodeCgroupRefs } from '../../src/stats/cgroup-native-reader.js';
+import { CGROUP_FIELD_NAMES } from '../../src/stats/cgroup-sample.js';
+
+test('loader: addon absent → a reason naming the path, no throw', () => {
+  const missing = path.join(tmpdir(), 'kts-no-such-dir', 'kubelet_ts_native.node');
+  const got = loadNative({ path: missing });
+  assert.equal(got.addon, undefined);
+  assert.match(got.error ?? '', /not built/);
+  assert.ok(got.error?.includes(missing));
+  const reader = createNativeCgroupReader(got);
+  assert.equal(reader.reader, undefined);
+  assert.equal(reader.error, got.error);
+});
+
+test('loader: a file that is not an addon → a load-failure reason', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'kts-native-'));
+  try {
+    const file = path.join(dir, 'kubelet_ts_native.node');
+    writeFileSync(file, 'not an ELF object');
+    const got = loadNative({ path: file });
+    assert.equal(got.addon, undefined);
+    assert.match(got.error ?? '', /failed to load/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('loader: the built addon loads from the package root with the expected ABI', () => {
+  assert.ok(findPackageRoot(), 'package root found above the module');
+  const got = loadNative();
+  assert.equal(got.error, undefined);
+  assert.equal(got.addon?.addonAbi(), EXPECTED_ADDON_ABI);
+  assert.deepEqual(got.addon?.fieldNames?.(), [...CGROUP_FIELD_NAMES]);
+});
+
+test('a stale addon without the reader, or with another field table, is refused', () => {
+  const addonDouble: NativeAddon = { addonAbi: () => EXPECTED_ADDON_ABI };
+  assert.match(createNativeCgroupReader({ addon: addonDouble }).error ?? '', /no cgroup reader/);
+  const swapped = [...CGROUP_FIELD_NAMES];
+  [swapped[1], swapped[2]] = [swapped[2]!, swapped[1]!];
+  const reorderedDouble: NativeAddon = {
+    addonAbi: () => EXPECTED_ADDON_ABI,
+    fieldNames: () => swapped,
+    readCgroupsSync: () => assert.fail('not called'),
+    readCgroupsAsync: () => assert.fail('not called'),
+  };
+  const got = createNativeCgroupReader({ addon: reorderedDouble });
+  assert.equal(got.reader, undefined);
+  assert.match(got.error ?? '', /field 1 is "cpu.stat:system_usec"/);
+});
+
+test('encodeCgroupRefs: 6 NUL-terminated slots per cgroup', () => {
+  const { kinds, paths } = encodeCgroupRefs([
+    { version: 2, dir: '/a' },
+    { version: 1, memory: '/m', cpu: '/c', unified: '/u' },
+  ]);
+  assert.deepEqual([...kinds], [2, 1]);
+  assert.equal(paths, '/a\0\0\0\0\0\0/u\0/c\0\0/m\0\0\0');
+  assert.throws(() => encodeCgroupRefs([{ version: 2, dir: 'a\0b' }]), /NUL/);
+});
+
+test('the addon rejects malformed arguments with a TypeError', () => {
+  const addon = loadNative().addon!;
+  assert.throws(() => addon.readCgroupsSync!(new Uint8Array([3]), '\0\0\0\0\0\0'), TypeError);
+  assert.throws(() => addon.readCgroupsSync!(new Uint8Array([2]), '/a\0'), TypeError);
+  assert.throws(() => addon.readCgroupsSync!([2] as unknown as Uint8Array, '/a\0\0\0\0\0\0'), TypeError);
+});
