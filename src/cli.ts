@@ -5,6 +5,8 @@ import { loadConfig, usage, ConfigError } from './config/index.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
+import { StatsProvider } from './stats/provider.js';
+import { statsRoutes } from './stats/routes.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -35,7 +37,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const kubelet = new Kubelet({ config, flags, log });
+  const stats = new StatsProvider({ host: kubelet, log });
   const server = new KubeletServer({
+    routes: statsRoutes(stats),
     host: kubelet,
     log,
     healthzBindAddress: config.healthzBindAddress,
@@ -45,9 +49,11 @@ export async function main(argv: string[]): Promise<number> {
   });
   try {
     await kubelet.start();
+    await stats.start();
     await server.start();
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+    stats.stop();
     await kubelet.stop().catch(() => undefined);
     await server.stop().catch(() => undefined);
     return 1;
@@ -56,6 +62,7 @@ export async function main(argv: string[]): Promise<number> {
   return new Promise<number>((resolve) => {
     const shutdown = (signal: string): void => {
       log.info('Shutting down; pods keep running', { signal });
+      stats.stop();
       void Promise.all([kubelet.stop(), server.stop()]).finally(() => resolve(0));
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));

@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const benches = {
+  stats: ['bench/stats.js', 'bench/stats-real.js'],
+  pleg: ['bench/pleg.js'],
+  oom: ['bench/oom.js'],
+};
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
+let failed = false;
+for (const name of wanted) {
+  for (const file of benches[name] ?? []) {
+    const path = join(root, 'dist', file);
+    if (!existsSync(path)) {
+      console.error(`# ${name}: ${file} is not built`);
+      failed = true;
+      continue;
+    }
+    console.log(`\n# bench ${name}: ${file}`);
+    const r = spawnSync(process.execPath, ['--expose-gc', path], { stdio: 'inherit', cwd: root });
+    if (r.status !== 0) failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);

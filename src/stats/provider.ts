@@ -1,0 +1,356 @@
+// The stats provider: maps the kubelet's pods and containers to their cgroups, reads them in
+// one batch (native addon, or the pure-TS fs reader when the addon is absent), or asks the
+// runtime (CRI backend), adds the node figures, and keeps one snapshot per housekeeping
+// interval that every consumer (/stats/summary, /metrics/resource, eviction) shares.
+import { stat } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+
+import type { Pod } from '../api/types.js';
+import type { StatsBackend } from '../config/kubelet-config.js';
+import type { ImageFsInfoResponse } from '../runtime/cri-types.js';
+import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { rootLogger, type Logger } from '../util/log.js';
+import { FsCgroupReader } from './cgroup-fs-reader.js';
+import { createNativeCgroupReader } from './cgroup-native-reader.js';
+import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from './cgroup-paths.js';
+import type { CgroupReader, CgroupRef, CgroupSampleBatch, CgroupV1Ref } from './cgroup-sample.js';
+import { buildCriPodStats, fetchCriStats, type CriStatsSource } from './cri-backend.js';
+import { NodeStatsReader, fsStatsOf } from './node-stats.js';
+import {
+  CpuRateTracker,
+  buildCgroupSummary,
+  parseTime,
+  type ContainerPlan,
+  type FsStats,
+  type PodPlan,
+  type Summary,
+  type SummaryPlan,
+  type Time,
+} from './summary.js';
+
+/** upstream: cAdvisor's housekeeping interval as the kubelet sets it. */
+export const DEFAULT_STATS_HOUSEKEEPING_INTERVAL_MS = 10_000;
+
+export type StatsBackendName = StatsBackend;
+
+/** What the provider needs from the kubelet (the Kubelet class has all of it). */
+export interface StatsHost {
+  readonly nodeName: string;
+  readonly config: { readonly statsBackend: StatsBackendName; readonly cgroupRoot?: string | null };
+  readonly flags: { readonly rootDir: string };
+  readonly cri: CriStatsSource & { imageFsInfo(): Promise<ImageFsInfoResponse> };
+  readonly clock?: Clock;
+  getPods(): Pod[];
+  /** `/kubepods[/burstable|/besteffort]/pod<uid>`; a container's cgroup is `<that>/<id>`. */
+  podCgroupName(pod: Pod): string;
+}
+
+export interface StatsProviderOptions {
+  host: StatsHost;
+  log?: Logger;
+  /** Overrides host.config.statsBackend. */
+  backend?: StatsBackendName;
+  housekeepingIntervalMs?: number;
+  /** Default: discovered from /proc/self/mountinfo at start(). */
+  mounts?: CgroupMounts;
+  /** The native reader, or why there is none. Default: createNativeCgroupReader(). */
+  native?: { reader?: CgroupReader; error?: string };
+  /** Default: a FsCgroupReader. */
+  fsReader?: CgroupReader;
+  /** Where procfs is (tests). Default /proc. */
+  procDir?: string;
+}
+
+export interface StatsSnapshot {
+  time: Date;
+  /** The backend that produced the pods' figures. */
+  backend: StatsBackendName;
+  summary: Summary;
+  /** The cgroup batch read for it and each row's cgroup path (for consumers needing more fields). */
+  cgroups: { paths: string[]; batch: CgroupSampleBatch };
+  /** Wall time the snapshot took, ms. */
+  durationMs: number;
+}
+
+/** The container id of a `<runtime>://<id>` containerID. */
+export function containerIdOf(containerID: string | undefined): string | undefined {
+  if (!containerID) return undefined;
+  const at = containerID.indexOf('://');
+  const id = at < 0 ? containerID : containerID.slice(at + 3);
+  return id === '' ? undefined : id;
+}
+
+/**
+ * What the Summary needs of a cgroup: a container's CPU and memory, a pod's also its pids, the
+ * node's (root, kubepods) everything. On v1 that narrows the controllers read (and so the
+ * files: 6 per container instead of 11); a v2 cgroup is one directory, read whole.
+ */
+export type StatsCgroupScope = 'container' | 'pod' | 'node';
+
+const V1_SCOPE: Record<StatsCgroupScope, ReadonlyArray<'cpu' | 'cpuacct' | 'memory' | 'pids' | 'blkio'>> = {
+  container: ['cpuacct', 'memory'],
+  pod: ['cpuacct', 'memory', 'pids'],
+  node: ['cpu', 'cpuacct', 'memory', 'pids', 'blkio'],
+};
+
+/** The cgroup the provider reads for a path (hybrid hosts: without the unified dir, see below). */
+export function statsCgroupRef(mounts: CgroupMounts, cgroupPath: string, scope: StatsCgroupScope = 'node'): CgroupRef {
+  const ref = cgroupRefFor(mounts, cgroupPath);
+  if (ref.version === 2) return ref;
+  // The Summary needs no PSI, and a pod dir absent from the unified mount must not hide the pod.
+  const out: { -readonly [K in keyof CgroupV1Ref]: CgroupV1Ref[K] } = { version: 1 };
+  for (const c of V1_SCOPE[scope]) if (ref[c] !== undefined) out[c] = ref[c];
+  return out;
+}
+
+export class StatsProvider {
+  readonly #host: StatsHost;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #intervalMs: number;
+  readonly #requested: StatsBackendName;
+  readonly #opts: StatsProviderOptions;
+  #mounts?: CgroupMounts;
+  #reader?: CgroupReader;
+  #backend?: StatsBackendName;
+  #node?: NodeStatsReader;
+  readonly #cgroupRates = new CpuRateTracker();
+  readonly #criRates = new CpuRateTracker();
+  #refCache = new Map<string, CgroupRef>();
+  #podsStart?: { path: string; time: Time };
+  #current?: StatsSnapshot;
+  #inflight?: Promise<StatsSnapshot>;
+  #timer?: Timer;
+  #running = false;
+  #imageFsWarned = false;
+  #initialized?: Promise<void>;
+
+  constructor(opts: StatsProviderOptions) {
+    this.#opts = opts;
+    this.#host = opts.host;
+    this.#log = opts.log ?? rootLogger;
+    this.#clock = opts.host.clock ?? realClock;
+    this.#intervalMs = opts.housekeepingIntervalMs ?? DEFAULT_STATS_HOUSEKEEPING_INTERVAL_MS;
+    this.#requested = opts.backend ?? opts.host.config.statsBackend;
+    if (!(this.#intervalMs > 0)) throw new RangeError('housekeepingIntervalMs must be > 0');
+  }
+
+  /** The backend in use (known after start()). */
+  get backend(): StatsBackendName | undefined {
+    return this.#backend;
+  }
+
+  /** The cgroup reader in use: 'native' or 'fs' (node figures use it with the CRI backend too). */
+  get readerBackend(): 'native' | 'fs' | undefined {
+    return this.#reader?.backend;
+  }
+
+  /** Chooses the backend, then takes a snapshot every housekeeping interval. */
+  async start(): Promise<void> {
+    await this.#init();
+    if (this.#running) return;
+    this.#running = true;
+    this.#log.info('Started stats provider', {
+      backend: this.#backend,
+      cgroupReader: this.#reader!.backend,
+      housekeepingInterval: `${this.#intervalMs}ms`,
+    });
+    this.#tick();
+  }
+
+  stop(): void {
+    this.#running = false;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
+  #init(): Promise<void> {
+    // A failed start (mountinfo unreadable) is retried by the next caller rather than kept.
+    this.#initialized ??= this.#doInit().catch((err: unknown) => {
+      this.#initialized = undefined;
+      throw err;
+    });
+    return this.#initialized;
+  }
+
+  async #doInit(): Promise<void> {
+    this.#mounts = this.#opts.mounts ?? (await discoverCgroupMounts());
+    const native = this.#opts.native ?? createNativeCgroupReader();
+    // The addon knows USER_HZ; the fs reader then converts cpuacct.stat ticks the same way.
+    const ticks = (native.reader as { clockTicks?: unknown } | undefined)?.clockTicks;
+    const fsReader = this.#opts.fsReader ?? new FsCgroupReader(typeof ticks === 'number' ? { clockTicksPerSecond: ticks } : {});
+    if (this.#requested === 'fs') {
+      this.#reader = fsReader;
+    } else if (native.reader) {
+      this.#reader = native.reader;
+    } else {
+      this.#reader = fsReader;
+      const what = this.#requested === 'cri' ? 'reading node cgroups with the fs reader' : 'using the fs stats backend';
+      this.#log.warn(`Native cgroup reader unavailable; ${what}`, {
+        requested: this.#requested,
+        reason: native.error,
+      });
+    }
+    this.#backend = this.#requested === 'cri' ? 'cri' : this.#reader.backend;
+    this.#node = new NodeStatsReader({ procDir: this.#opts.procDir, rootDir: this.#host.flags.rootDir });
+  }
+
+  #tick(): void {
+    if (!this.#running) return;
+    void this.snapshot()
+      .catch((err: unknown) => this.#log.error('Stats housekeeping failed', { err: (err as Error).message }))
+      .finally(() => {
+        if (this.#running) this.#timer = this.#clock.setTimeout(() => this.#tick(), this.#intervalMs);
+      });
+  }
+
+  /** The latest snapshot without waiting, if any. */
+  latest(): StatsSnapshot | undefined {
+    return this.#current;
+  }
+
+  /**
+   * The snapshot of this housekeeping interval: the cached one while younger than the
+   * interval, else a new read; concurrent callers share the read in flight.
+   */
+  async snapshot(): Promise<StatsSnapshot> {
+    const cur = this.#current;
+    if (cur && this.#clock.now() - cur.time.getTime() < this.#intervalMs) return cur;
+    return this.refresh();
+  }
+
+  /** A new read now (or the one in flight). */
+  refresh(): Promise<StatsSnapshot> {
+    if (!this.#inflight) {
+      this.#inflight = this.#collect().then(
+        (snap) => {
+          this.#current = snap;
+          this.#inflight = undefined;
+          return snap;
+        },
+        (err: unknown) => {
+          this.#inflight = undefined;
+          throw err;
+        },
+      );
+    }
+    return this.#inflight;
+  }
+
+  async getSummary(): Promise<Summary> {
+    return (await this.snapshot()).summary;
+  }
+
+  #ref(cgroupPath: string, scope: StatsCgroupScope, next: Map<string, CgroupRef>): CgroupRef {
+    const key = `${scope}:${cgroupPath}`;
+    let ref = this.#refCache.get(key) ?? next.get(key);
+    if (!ref) ref = statsCgroupRef(this.#mounts!, cgroupPath, scope);
+    next.set(key, ref);
+    return ref;
+  }
+
+  /** The cgroup plan of the pods the kubelet knows: pod cgroup + running containers. */
+  #plan(withPods: boolean): { plan: SummaryPlan; refs: CgroupRef[]; paths: string[] } {
+    const host = this.#host;
+    const refs: CgroupRef[] = [];
+    const paths: string[] = [];
+    const next = new Map<string, CgroupRef>();
+    const row = (p: string, scope: StatsCgroupScope): number => {
+      refs.push(this.#ref(p, scope, next));
+      paths.push(p);
+      return refs.length - 1;
+    };
+    const podsPath = `${(host.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
+    const plan: SummaryPlan = {
+      nodeName: host.nodeName,
+      nodeStartTime: null,
+      rootRow: row('/', 'node'),
+      podsRow: row(podsPath, 'node'),
+      podsStartTime: this.#podsStart?.path === podsPath ? this.#podsStart.time : undefined,
+      pods: [],
+    };
+    if (withPods) {
+      for (const pod of host.getPods()) {
+        const uid = pod.metadata.uid;
+        if (!uid) continue;
+        const podPath = host.podCgroupName(pod);
+        const containers: ContainerPlan[] = [];
+        const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+        const podPlan: PodPlan = {
+          podRef: { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? 'default', uid },
+          startTime: parseTime(pod.status?.startTime),
+          row: row(podPath, 'pod'),
+          containers,
+        };
+        for (const cs of statuses) {
+          const id = containerIdOf(cs.containerID);
+          if (!id || !cs.state.running) continue;
+          containers.push({ name: cs.name, id, startTime: parseTime(cs.state.running.startedAt), row: row(`${podPath}/${id}`, 'container') });
+        }
+        plan.pods.push(podPlan);
+      }
+    }
+    this.#refCache = next;
+    return { plan, refs, paths };
+  }
+
+  async #collect(): Promise<StatsSnapshot> {
+    await this.#init();
+    const started = performance.now();
+    const backend = this.#backend!;
+    const cri = backend === 'cri';
+    const { plan, refs, paths } = this.#plan(!cri);
+    const before = new Date(this.#clock.now());
+    const [batch, node, imageFs, criResponses] = await Promise.all([
+      this.#reader!.readCgroups(refs),
+      this.#node!.read(before),
+      this.#imageFs(before),
+      cri ? fetchCriStats(this.#host.cri) : undefined,
+    ]);
+    const time = new Date(this.#clock.now());
+    plan.nodeStartTime = node.bootTime ?? null;
+    if (plan.podsStartTime === undefined && batch.ok(plan.podsRow)) {
+      plan.podsStartTime = await this.#podsStartTime(paths[plan.podsRow]!, refs[plan.podsRow]!);
+    }
+    if (imageFs) node.figures.imageFs = imageFs;
+    const summary = buildCgroupSummary(plan, batch, node.figures, time, this.#cgroupRates);
+    if (criResponses) summary.pods = buildCriPodStats(criResponses, time, this.#criRates, imageFs);
+    return { time, backend, summary, cgroups: { paths, batch }, durationMs: performance.now() - started };
+  }
+
+  /** The kubepods cgroup's creation time (its directory's birth or change time), looked up once. */
+  async #podsStartTime(cgroupPath: string, ref: CgroupRef): Promise<Time> {
+    const dir = ref.version === 2 ? ref.dir : (ref.memory ?? ref.cpuacct ?? ref.cpu ?? ref.pids ?? ref.blkio);
+    let time: Time = null;
+    if (dir) {
+      try {
+        const st = await stat(dir);
+        time = new Date(st.birthtimeMs > 0 ? st.birthtimeMs : st.ctimeMs);
+      } catch {
+        return null;
+      }
+    }
+    this.#podsStart = { path: cgroupPath, time };
+    return time;
+  }
+
+  /** runtime.imageFs: usage from the runtime's ImageFsInfo, capacity from statfs of its mountpoint. */
+  async #imageFs(time: Date): Promise<FsStats | undefined> {
+    try {
+      const info = await this.#host.cri.imageFsInfo();
+      const usage = info.image_filesystems[0];
+      const mountpoint = usage?.fs_id?.mountpoint;
+      if (!usage || !mountpoint) return undefined;
+      const fs = (await fsStatsOf(mountpoint, time)) ?? { time };
+      if (usage.used_bytes) fs.usedBytes = BigInt(usage.used_bytes.value);
+      if (usage.inodes_used) fs.inodesUsed = BigInt(usage.inodes_used.value);
+      return fs;
+    } catch (err) {
+      if (!this.#imageFsWarned) {
+        this.#imageFsWarned = true;
+        this.#log.warn('Image filesystem stats unavailable; leaving runtime.imageFs out', { err: (err as Error).message });
+      }
+      return undefined;
+    }
+  }
+}
