@@ -3,6 +3,7 @@
 
 import type { Container, Pod, PullPolicy } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import { defaultImagePullPolicy, parseImageReference } from '../api/defaults.js';
 import type { CriClient } from '../runtime/cri-client.js';
 import type { PodSandboxConfig } from '../runtime/cri-types.js';
 import { Backoff } from '../util/backoff.js';
@@ -29,29 +30,19 @@ export interface ImageManagerOptions {
   maxParallelImagePulls?: number;
 }
 
-// A reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
-const REFERENCE = /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
-
 /** Adds `:latest` when the image names neither tag nor digest, as upstream does. */
 export function applyDefaultImageTag(image: string): string {
-  if (!REFERENCE.test(image)) {
+  const ref = parseImageReference(image);
+  if (!ref) {
     throw new ImageError(InvalidImageName, `Failed to apply default image tag "${image}": couldn't parse image name "${image}": invalid reference format`);
   }
-  if (image.includes('@')) return image;
-  const lastSlash = image.lastIndexOf('/');
-  const hasTag = image.slice(lastSlash + 1).includes(':');
-  return hasTag ? image : `${image}:latest`;
+  if (ref.digest) return image;
+  return image.endsWith(`:${ref.tag}`) ? image : `${image}:${ref.tag}`;
 }
 
-/** The effective pull policy (the API server defaults it; manifests read locally may not carry it). */
+/** The effective pull policy (the API server defaults it; a manifest read here is defaulted too). */
 export function pullPolicyOf(container: Container): PullPolicy {
-  if (container.imagePullPolicy) return container.imagePullPolicy;
-  const image = container.image ?? '';
-  if (image.includes('@')) return 'IfNotPresent';
-  const lastSlash = image.lastIndexOf('/');
-  const tagSep = image.slice(lastSlash + 1).indexOf(':');
-  const tag = tagSep >= 0 ? image.slice(lastSlash + 1 + tagSep + 1) : '';
-  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+  return container.imagePullPolicy ?? defaultImagePullPolicy(container.image);
 }
 
 class Semaphore {

@@ -20,6 +20,7 @@ import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
 import { discoverCgroupMounts, type CgroupMounts } from '../cm/cgroup-mounts.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
+import { evictableContainers } from '../gc/container-gc.js';
 import { PodManager } from './pod-manager.js';
 import { PodWorkers } from './pod-workers.js';
 import { WorkQueue } from './work-queue.js';
@@ -315,6 +316,7 @@ export class Kubelet {
     await mkdir(join(this.flags.rootDir, 'pods', uid, 'volumes'), { recursive: true });
     const result = await this.runtime.syncPod(pod, rs);
     this.reasonCache.set(uid, result.startFailures);
+    await this.collectDeadContainers(pod, rs);
     if (result.startFailures.size) {
       status = this.generateStatus(pod, rs);
       this.statusManager.setPodStatus(pod, status);
@@ -323,6 +325,17 @@ export class Kubelet {
     this.workQueue.enqueue(uid, Math.min(delay, this.config.syncFrequency));
     if (result.errors.length) throw new Error(result.errors.join('; '));
     return false;
+  }
+
+  /** Removes dead attempts beyond the newest one per container (upstream's MaxPerPodContainer). */
+  private async collectDeadContainers(pod: Pod, rs: RuntimePodStatus): Promise<void> {
+    for (const c of evictableContainers(rs)) {
+      try {
+        await this.cri.removeContainer(c.id);
+      } catch (err) {
+        this.log.warn('Failed to remove dead container', { pod: podFullName(pod), container: c.name, containerID: c.id, err: (err as Error).message });
+      }
+    }
   }
 
   private async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void> {
