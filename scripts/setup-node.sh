@@ -26,7 +26,7 @@ done
 [ "$(id -u)" = 0 ] || kts_die "must run as root (containerd, mounts and network namespaces need it)"
 
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static
-  gcc libc6-dev iproute2)
+  gcc libc6-dev iproute2 clang libbpf-dev bpftool)
 
 missing_packages() {
   local pkg

@@ -1,0 +1,91 @@
+// What the native OOM watcher (native/oom_watcher.cc) exports and the events it delivers.
+
+/** Why an eBPF build is or is not in the addon. */
+export interface NativeEbpfBuild {
+  compiled: boolean;
+  reason?: string;
+}
+
+export type NativeStartResult = { ok: true } | { ok: false; reason: string };
+
+export interface NativeVictimCandidate {
+  pid: number;
+  comm: string;
+}
+
+export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error';
+export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg';
+
+/** One event from the native thread; fields beyond kind/source depend on the source. */
+export interface NativeOomEvent {
+  kind: NativeOomEventKind;
+  source: NativeOomSource;
+  /** CLOCK_MONOTONIC ns when the native thread saw it (same clock as process.hrtime.bigint()). */
+  observedTimeNs: bigint;
+  /** eventfd/inotify: the watch id given to watchV1/watchV2. */
+  id?: number;
+  /** oom_kill: kills this event stands for (the counter's delta; 1 for eBPF). */
+  count?: number;
+  /** eventfd/inotify: the cgroup's oom_kill counter after this event. */
+  total?: number;
+  /** eventfd: when the OOM notification came (before the kill); inotify: = observedTimeNs. */
+  notifiedTimeNs?: bigint;
+  /** eventfd/inotify oom_kill: processes of the cgroup that were dying or gone at the kill. */
+  victims?: NativeVictimCandidate[];
+  // eBPF (oom/mark_victim):
+  pid?: number;
+  tid?: number;
+  comm?: string;
+  uid?: number;
+  oomScoreAdj?: number;
+  /** bpf_ktime_get_ns() at mark_victim (CLOCK_MONOTONIC). */
+  kernelTimeNs?: bigint;
+  totalVmKb?: number;
+  anonRssKb?: number;
+  fileRssKb?: number;
+  shmemRssKb?: number;
+  swapKb?: number;
+  pgtablesKb?: number;
+  /** Inode number of the victim's memory cgroup directory. */
+  memcgInode?: number;
+  memcgUsageBytes?: number;
+  memcgLimitBytes?: number;
+  /** The victim's memory cgroup path (from the kernel; from /proc when cgroupPathFromProc). */
+  cgroupPath?: string;
+  cgroupPathFromProc?: boolean;
+  // kmsg:
+  line?: string;
+  kernelTimeUs?: number;
+  // error:
+  message?: string;
+}
+
+export interface NativeOomWatcherStats {
+  watches: number;
+  v1: number;
+  v2: number;
+  /** File descriptors the watcher holds (epoll, wake, inotify, kmsg, one eventfd per v1 cgroup); libbpf's own are not counted. */
+  fds: number;
+  ebpf: boolean;
+  kmsg: boolean;
+  running: boolean;
+}
+
+export interface NativeOomWatcherHandle {
+  watchV1(id: number, memoryCgroupDir: string): void;
+  watchV2(id: number, cgroupDir: string): void;
+  unwatch(id: number): boolean;
+  startEbpf(): NativeStartResult;
+  stopEbpf(): void;
+  startKmsg(): NativeStartResult;
+  stopKmsg(): void;
+  stats(): NativeOomWatcherStats;
+  ref(): void;
+  unref(): void;
+  close(): void;
+}
+
+export interface NativeOomExports {
+  oomEbpfBuild?(): NativeEbpfBuild;
+  OomWatcherHandle?: new (onEvents: (events: NativeOomEvent[]) => void) => NativeOomWatcherHandle;
+}
