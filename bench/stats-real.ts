@@ -16,7 +16,6 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import type { Container as PodContainer, Pod } from '../src/api/types.js';
-import { discoverCgroupMounts as discoverCmMounts } from '../src/cm/cgroup-mounts.js';
 import { PodContainerManager } from '../src/cm/pod-container-manager.js';
 import { findPackageRoot } from '../src/native.js';
 import { containerLogsDirectory, generateContainerConfig } from '../src/runtime/container-config.js';
@@ -108,7 +107,7 @@ export async function runRealStatsBench(options: RealStatsBenchOptions = {}): Pr
   const rt = await ensureRuntime();
   const cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 120_000 });
   const quiet = createLogger();
-  const cgroups = new PodContainerManager({ mounts: await discoverCmMounts(), cgroupRoot: '', log: quiet });
+  const cgroups = new PodContainerManager({ mounts: await discoverCgroupMounts(), cgroupRoot: '', log: quiet });
   const mounts = await discoverCgroupMounts();
   const logsDir = mkdtempSync(path.join(os.tmpdir(), 'kts-bench-logs-'));
   const native = createNativeCgroupReader();

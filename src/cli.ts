@@ -7,6 +7,7 @@ import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
+import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -39,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
   const kubelet = new Kubelet({ config, flags, log });
   const stats = new StatsProvider({ host: kubelet, log });
   const server = new KubeletServer({
-    routes: statsRoutes(stats),
+    routes: new Map([...statsRoutes(stats), ['/metrics', metricsHandler(kubelet.metrics)]]),
     host: kubelet,
     log,
     healthzBindAddress: config.healthzBindAddress,

@@ -2,12 +2,11 @@
 // /<cgroupRoot>/kubepods[/burstable|/besteffort]/pod<uid>. runc removes a container's
 // cgroup but never the pod parent, so kubelet-ts creates and removes these itself.
 
-import { mkdir, readdir, rmdir, writeFile, access } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod, QOSClass } from '../api/types.js';
 import { getPodQOS } from '../api/qos.js';
-import type { CgroupMounts } from './cgroup-mounts.js';
-import { hierarchyRoots } from './cgroup-mounts.js';
+import { allHierarchies, cgroupDir, cgroupMode, type CgroupMounts } from '../stats/cgroup-paths.js';
 import { podCgroupResources } from '../runtime/resources.js';
 import type { Logger } from '../util/log.js';
 
@@ -40,26 +39,26 @@ export class PodContainerManager {
     const res = podCgroupResources(pod);
     const { mounts } = this.opts;
     const writes: Promise<void>[] = [];
-    if (mounts.version === 2 && mounts.unified) {
-      const dir = join(mounts.unified, name);
+    if (cgroupMode(mounts) === 'v2') {
+      const dir = cgroupDir(mounts.unified!, name);
       await mkdir(dir, { recursive: true });
       if (res.cpuWeight !== undefined) writes.push(this.write(dir, 'cpu.weight', String(res.cpuWeight)));
       if (res.cpuQuotaUs !== undefined) writes.push(this.write(dir, 'cpu.max', `${res.cpuQuotaUs < 0 ? 'max' : res.cpuQuotaUs} ${res.cpuPeriodUs}`));
       if (res.memoryLimitBytes !== undefined) writes.push(this.write(dir, 'memory.max', String(res.memoryLimitBytes)));
     } else {
       // cpuset is left to runc, which fills cpus/mems when it creates the container below.
-      for (const [controller, mount] of mounts.v1) {
-        if (controller === 'cpuset') continue;
-        await mkdir(join(mount, name), { recursive: true });
+      const cpusetMount = mounts.otherV1?.cpuset?.mountPoint;
+      for (const m of allHierarchies(mounts)) {
+        if (m.mountPoint === cpusetMount || m === mounts.unified) continue;
+        await mkdir(cgroupDir(m, name), { recursive: true });
       }
-      const cpu = mounts.v1.get('cpu');
-      const memory = mounts.v1.get('memory');
-      if (cpu && res.cpuShares !== undefined) writes.push(this.write(join(cpu, name), 'cpu.shares', String(res.cpuShares)));
+      const cpu = mounts.v1.cpu && cgroupDir(mounts.v1.cpu, name);
+      const memory = mounts.v1.memory && cgroupDir(mounts.v1.memory, name);
+      if (cpu && res.cpuShares !== undefined) writes.push(this.write(cpu, 'cpu.shares', String(res.cpuShares)));
       if (cpu && res.cpuQuotaUs !== undefined) {
-        writes.push(this.write(join(cpu, name), 'cpu.cfs_period_us', String(res.cpuPeriodUs)).then(() =>
-          this.write(join(cpu, name), 'cpu.cfs_quota_us', String(res.cpuQuotaUs))));
+        writes.push(this.write(cpu, 'cpu.cfs_period_us', String(res.cpuPeriodUs)).then(() => this.write(cpu, 'cpu.cfs_quota_us', String(res.cpuQuotaUs))));
       }
-      if (memory && res.memoryLimitBytes !== undefined) writes.push(this.write(join(memory, name), 'memory.limit_in_bytes', String(res.memoryLimitBytes)));
+      if (memory && res.memoryLimitBytes !== undefined) writes.push(this.write(memory, 'memory.limit_in_bytes', String(res.memoryLimitBytes)));
     }
     await Promise.all(writes);
     return name;
@@ -67,10 +66,9 @@ export class PodContainerManager {
 
   /** Removes a pod cgroup from every hierarchy (children first). Missing dirs are fine. */
   async remove(cgroupName: string): Promise<void> {
-    const roots = hierarchyRoots(this.opts.mounts);
     const failures: string[] = [];
-    await Promise.all(roots.map(async (root) => {
-      const dir = join(root, cgroupName);
+    await Promise.all(allHierarchies(this.opts.mounts).map(async (m) => {
+      const dir = cgroupDir(m, cgroupName);
       try {
         await removeTree(dir);
       } catch (err) {
@@ -84,24 +82,19 @@ export class PodContainerManager {
   async listPodCgroups(): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     const { mounts } = this.opts;
-    const root = mounts.version === 2 ? mounts.unified : mounts.v1.get('memory') ?? mounts.v1.get('cpu');
-    if (!root) return found;
+    const mount = cgroupMode(mounts) === 'v2' ? mounts.unified : mounts.v1.memory ?? mounts.v1.cpu;
+    if (!mount) return found;
     for (const qos of ['', 'burstable', 'besteffort']) {
       const parent = qos ? `${this.base}/${qos}` : this.base;
       let entries: string[];
       try {
-        entries = await readdir(join(root, parent));
+        entries = await readdir(cgroupDir(mount, parent));
       } catch {
         continue;
       }
       for (const e of entries) if (e.startsWith('pod')) found.set(e.slice(3), `${parent}/${e}`);
     }
     return found;
-  }
-
-  async exists(cgroupName: string): Promise<boolean> {
-    return hierarchyRoots(this.opts.mounts).length > 0 &&
-      (await Promise.all(hierarchyRoots(this.opts.mounts).map((r) => access(join(r, cgroupName)).then(() => true, () => false)))).some(Boolean);
   }
 
   private async write(dir: string, file: string, value: string): Promise<void> {

@@ -18,9 +18,13 @@ import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
-import { discoverCgroupMounts, type CgroupMounts } from '../cm/cgroup-mounts.js';
+import { discoverCgroupMounts, type CgroupMounts } from '../stats/cgroup-paths.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { evictableContainers } from '../gc/container-gc.js';
+import { OomWatcher, crossCheckTerminatedReason, oomEventRecord, type OomEvent } from '../oom/index.js';
+import { cgroupRefFor } from '../stats/cgroup-paths.js';
+import { Registry } from '../metrics/registry.js';
+import { EventRecorder } from './event-recorder.js';
 import { PodManager } from './pod-manager.js';
 import { PodWorkers } from './pod-workers.js';
 import { WorkQueue } from './work-queue.js';
@@ -62,6 +66,9 @@ export class Kubelet {
   readonly statusManager = new StatusManager();
   readonly cache = new PodCache();
   readonly workQueue: WorkQueue;
+  /** The kubelet's Prometheus registry (served at /metrics). */
+  readonly metrics = new Registry();
+  readonly events: EventRecorder;
   hostIPs: string[] = [];
   memoryCapacityBytes = 0;
 
@@ -70,6 +77,7 @@ export class Kubelet {
   private podWorkers!: PodWorkers;
   private podConfig?: PodConfig;
   private cgroups!: PodContainerManager;
+  private oom?: OomWatcher;
   /** The node's cgroup mounts (known after start()). */
   mounts!: CgroupMounts;
   private readonly reasonCache = new Map<string, Map<string, ContainerStartFailure>>();
@@ -89,6 +97,7 @@ export class Kubelet {
     this.log = opts.log ?? rootLogger;
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
+    this.events = new EventRecorder(this.log, () => this.clock.now());
     this.cri = new CriClient({
       runtimeEndpoint: opts.config.containerRuntimeEndpoint,
       imageEndpoint: opts.config.imageServiceEndpoint || undefined,
@@ -103,6 +112,14 @@ export class Kubelet {
     this.mounts = await discoverCgroupMounts();
     this.cgroups = new PodContainerManager({ mounts: this.mounts, cgroupRoot: config.cgroupRoot ?? '', log: this.log });
     await mkdir(join(this.flags.rootDir, 'pods'), { recursive: true });
+
+    this.oom = new OomWatcher({ mode: config.oomWatcher, registry: this.metrics, logger: this.log, clock: this.clock, onEvent: (e) => this.handleOomEvent(e) });
+    try {
+      const st = await this.oom.start();
+      this.log.info('OOM watcher started', { mode: st.mode, sources: st.sources, ebpfUnavailable: st.ebpfUnavailableReason, nativeUnavailable: st.nativeUnavailableReason });
+    } catch (err) {
+      throw new Error(`oomWatcher ${config.oomWatcher}: ${(err as Error).message}`);
+    }
 
     const images = new ImageManager({
       cri: this.cri,
@@ -122,6 +139,7 @@ export class Kubelet {
       podLogsDir: config.podLogsDir,
       rootDir: this.flags.rootDir,
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
+      onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,
@@ -171,6 +189,7 @@ export class Kubelet {
     for (const t of this.timers) t.cancel();
     this.timers = [];
     this.pleg?.stop();
+    this.oom?.stop();
     await this.podConfig?.stop();
     await this.podWorkers?.idle();
     this.cri.close();
@@ -296,13 +315,47 @@ export class Kubelet {
   private generateStatus(pod: Pod, rs: RuntimePodStatus, podIsTerminal = false): PodStatus {
     return generateAPIPodStatus({
       pod,
-      runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? rs : undefined,
+      runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? this.withOomReasons(rs) : undefined,
       previous: this.statusManager.getPodStatus(pod.metadata.uid!),
       startFailures: this.reasonCache.get(pod.metadata.uid!),
       hostIPs: this.hostIPs,
       now: this.clock.now(),
       podIsTerminal,
     });
+  }
+
+  /** Exit reasons cross-checked with the OOM watcher: a kill it saw makes an exit-137 `OOMKilled`. */
+  private withOomReasons(rs: RuntimePodStatus): RuntimePodStatus {
+    if (!this.oom) return rs;
+    let changed = false;
+    const containerStatuses = rs.containerStatuses.map((c) => {
+      if (c.state !== 'exited') return c;
+      const { reason } = crossCheckTerminatedReason(c.reason, c.exitCode, this.oom!.oomKills(c.id));
+      if (reason === c.reason) return c;
+      changed = true;
+      return { ...c, reason };
+    });
+    return changed ? { ...rs, containerStatuses } : rs;
+  }
+
+  private watchForOom(pod: Pod, containerName: string, containerID: string): void {
+    if (!this.oom) return;
+    const ref = cgroupRefFor(this.mounts, `${this.cgroups.podCgroupName(pod)}/${containerID}`);
+    void this.oom.watchContainer(pod.metadata.uid!, containerName, containerID, ref, { podName: pod.metadata.name, podNamespace: pod.metadata.namespace })
+      .then((r) => { if (r.error) this.log.v(2).info('OOM watch not set', { pod: podFullName(pod), container: containerName, err: r.error }); });
+  }
+
+  private handleOomEvent(e: OomEvent): void {
+    const rec = oomEventRecord(e);
+    if (!rec) return;
+    if (rec.object === 'node') {
+      this.events.record(`Node ${this.nodeName}`, rec.type, rec.reason, rec.message);
+    } else {
+      const pod = rec.podUID ? this.podManager.getPodByUID(rec.podUID) : undefined;
+      this.events.record(pod ? `Pod ${podFullName(pod)}` : `Pod ${e.podNamespace ?? ''}/${e.podName ?? rec.podUID}`, rec.type, rec.reason, rec.message);
+      // Let the pod's worker see the container's end promptly.
+      if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
+    }
   }
 
   /** upstream's Kubelet.SyncPod: status first, then make the runtime match the spec. */
@@ -332,6 +385,7 @@ export class Kubelet {
     for (const c of evictableContainers(rs)) {
       try {
         await this.cri.removeContainer(c.id);
+        this.oom?.unwatch(c.id);
       } catch (err) {
         this.log.warn('Failed to remove dead container', { pod: podFullName(pod), container: c.name, containerID: c.id, err: (err as Error).message });
       }
@@ -355,6 +409,7 @@ export class Kubelet {
     }
     if (removed) {
       await this.runtime.removePod(fresh);
+      for (const c of fresh.containerStatuses) this.oom?.unwatch(c.id);
       this.statusManager.deletePodStatus(uid);
       this.reasonCache.delete(uid);
       await rm(join(this.flags.rootDir, 'pods', uid), { recursive: true, force: true });

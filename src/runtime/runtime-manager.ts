@@ -36,6 +36,8 @@ export interface RuntimeManagerOptions {
   rootDir: string;
   /** Creates the pod's cgroup and returns its name (the sandbox's cgroup_parent). */
   ensurePodCgroup: (pod: Pod) => Promise<string>;
+  /** Told of every container started (the OOM watcher watches it). */
+  onContainerStarted?: (pod: Pod, containerName: string, containerID: string) => void;
   /** Runtime name for container IDs in the API (`containerd://<id>`). */
   runtimeName?: string;
 }
@@ -491,6 +493,7 @@ export class RuntimeManager {
       return { reason: Reasons.RunContainerError, message: (err as Error).message };
     }
     this.opts.log.info('Started container', { pod: podFullName(pod), container: c.name, containerID, restartCount });
+    this.opts.onContainerStarted?.(pod, c.name, containerID);
     if (c.lifecycle?.postStart) {
       const podIP = hostNetwork ? (this.opts.hostIPs()[0] ?? '') : (podIPs[0] ?? '');
       try {

@@ -30,6 +30,15 @@ export function sendJSON(res: ServerResponse, code: number, body: unknown): void
   res.end(text);
 }
 
+/** /metrics: a registry in the Prometheus text format. */
+export function metricsHandler(registry: { metricsText(): string }): Handler {
+  return (_req, res) => {
+    const text = registry.metricsText();
+    res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+}
+
 function sendText(res: ServerResponse, code: number, text: string): void {
   res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
   res.end(text);

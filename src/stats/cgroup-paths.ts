@@ -22,6 +22,17 @@ export interface CgroupMounts {
   unified?: CgroupMount;
   /** The v1 hierarchy of each controller, if mounted. */
   v1: Partial<Record<V1Controller, CgroupMount>>;
+  /** Every other v1 hierarchy (cpuset, devices, freezer, name=systemd, ...), by mount option. */
+  otherV1?: Record<string, CgroupMount>;
+}
+
+/** Every distinct hierarchy mount (v1 ones and the unified one): where a cgroup dir may exist. */
+export function allHierarchies(mounts: CgroupMounts): CgroupMount[] {
+  const seen = new Map<string, CgroupMount>();
+  for (const m of [...Object.values(mounts.v1), ...Object.values(mounts.otherV1 ?? {}), mounts.unified]) {
+    if (m && !seen.has(m.mountPoint)) seen.set(m.mountPoint, m);
+  }
+  return [...seen.values()];
 }
 
 /** v2: only cgroup2; hybrid: v1 controllers plus a cgroup2 mount; v1: no cgroup2 mount. */
@@ -40,7 +51,7 @@ function unescapeMountField(s: string): string {
 
 /** The cgroup mounts in /proc/<pid>/mountinfo text. The first mount of a hierarchy wins. */
 export function parseMountInfo(text: string): CgroupMounts {
-  const mounts: CgroupMounts = { v1: {} };
+  const mounts: CgroupMounts = { v1: {}, otherV1: {} };
   for (const line of text.split('\n')) {
     // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
     const sep = line.indexOf(' - ');
@@ -55,6 +66,7 @@ export function parseMountInfo(text: string): CgroupMounts {
     } else if (fstype === 'cgroup') {
       for (const opt of right[2]!.split(',')) {
         if ((V1_CONTROLLERS as readonly string[]).includes(opt)) mounts.v1[opt as V1Controller] ??= mount;
+        else if (!['rw', 'ro', 'noprefix', 'clone_children', 'xattr'].includes(opt) && !opt.startsWith('release_agent=')) mounts.otherV1![opt] ??= mount;
       }
     }
   }
