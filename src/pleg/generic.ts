@@ -1,181 +1,353 @@
-// The generic PLEG: relist the runtime every period, diff against the last relist by
-// container id, and for the pods that changed refresh the status cache and emit events.
+// The generic PLEG: relist the runtime every period and diff against what it held, by id,
+// in place. Unchanged records are reused (the lean lister does not even build their ids), the
+// diff walks a dense array without allocating, and only pods with a transition (or a failed
+// inspection to retry) get a status read, with bounded parallelism. Without churn a relist
+// makes no per-pod status call at all.
 
-import type { RuntimeManager, RuntimePod } from '../runtime/runtime-manager.js';
-import type { PodCache } from './cache.js';
+import type { RuntimePod } from '../runtime/runtime-manager.js';
+import type { RuntimePodStatus } from '../runtime/types.js';
+import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import type { PodCache } from './cache.js';
+import { PodDeliverer, type PodStatusFetcher } from './deliver.js';
+import { NON_EXISTENT, RecordStore, type RecordState } from './records.js';
+import { RuntimePodsLister, type RelistSource } from './relist-source.js';
+import type { ContainerStatusSource } from './status.js';
+import { readPartial, readWholePod, type StatusReadDeps } from './status-read.js';
+import type { HealthResult, KnownPod, PodLifecycleEvent, PodLifecycleEventGenerator } from './types.js';
 
-export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged' | 'PodSync';
+export type { PodLifecycleEvent, PodLifecycleEventType } from './types.js';
+export { generateEvents, plegState } from './records.js';
 
-export interface PodLifecycleEvent {
-  /** Pod UID. */
-  id: string;
-  type: PodLifecycleEventType;
-  /** Container (or sandbox) id for container events. */
-  data?: string;
-}
-
-type PlegState = 'running' | 'exited' | 'unknown' | 'non-existent';
+/** upstream genericPlegRelistPeriod / genericPlegRelistThreshold. */
+export const GENERIC_RELIST_PERIOD_MS = 1_000;
+export const GENERIC_RELIST_THRESHOLD_MS = 3 * 60_000;
+/** How long a removal is remembered, so a late event for the id is known stale. */
+const TOMBSTONE_TTL_MS = 10 * 60_000;
 
 export interface GenericPlegOptions {
-  runtime: Pick<RuntimeManager, 'getPods' | 'getPodStatus'>;
+  /** Per-pod status for pods that changed (upstream GetPodStatus); getPods is the fallback lister. */
+  runtime: { getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus>; getPods?(): Promise<Map<string, RuntimePod>> };
+  /** Where relists read from (LeanCriLister for the CRI); default: runtime.getPods(). */
+  lister?: RelistSource;
+  /**
+   * Single container / sandbox status reads: with it, a pod the cache holds is refreshed only
+   * where it changed; without it, every changed pod is read whole (upstream's way).
+   */
+  status?: ContainerStatusSource;
   cache: PodCache;
   clock: Clock;
   log: Logger;
   relistPeriodMs: number;
-  /** Relist is unhealthy when none completed within this (upstream: 3 minutes). */
+  /** Relist is unhealthy when none started within this (upstream: 3 minutes). */
   relistThresholdMs: number;
   /** Bounded channel into the syncLoop: returns false when full (the event is discarded). */
   emit: (e: PodLifecycleEvent) => boolean;
-  /** Called after each relist with its duration (ms), for metrics. */
+  /** Called after each relist with its duration and the interval since the previous one (ms). */
   onRelist?: (durationMs: number, intervalMs: number) => void;
   onDiscard?: () => void;
-  /** Bound on concurrent per-pod status queries. */
+  /** Bound on concurrent per-pod status reads (default 8). */
   statusConcurrency?: number;
+  metrics?: PlegMetrics;
 }
 
-function plegState(state: string): PlegState {
-  switch (state) {
-    case 'CONTAINER_RUNNING': case 'SANDBOX_READY': return 'running';
-    case 'CONTAINER_EXITED': case 'CONTAINER_CREATED': case 'SANDBOX_NOTREADY': return 'exited';
-    default: return 'unknown';
-  }
+/** What one relist cost, split the way the benchmark reports it. */
+export interface RelistStats {
+  /** ListPodSandbox + ListContainers, wire and decode (ms). */
+  listMs: number;
+  /** Of listMs, decoding (ms). */
+  decodeMs: number;
+  /** The diff (ms). */
+  diffMs: number;
+  /** Per-pod status reads and delivery, wall time (ms). */
+  statusMs: number;
+  /** Main-thread PLEG work: diff, delivery bookkeeping, cache (ms). */
+  kubeletMs: number;
+  totalMs: number;
+  /** Whole-pod status reads made (upstream's per-pod GetPodStatus). */
+  statusCalls: number;
+  /** Single container / sandbox status reads made. */
+  containerReads: number;
+  /** Events handed to the channel (ContainerChanged excluded). */
+  events: number;
+  items: number;
+  created: number;
+  bytes: number;
+  pods: number;
 }
 
-/** Container (and sandbox) id → state for one pod. */
-function podStates(p: RuntimePod | undefined): Map<string, PlegState> {
-  const m = new Map<string, PlegState>();
-  if (!p) return m;
-  for (const s of p.sandboxes) m.set(s.id, plegState(s.state));
-  for (const c of p.containers) m.set(c.id, plegState(c.state));
-  return m;
-}
-
-/** Events for one container moving from `oldS` to `newS` (upstream's generateEvents). */
-export function generateEvents(uid: string, id: string, oldS: PlegState, newS: PlegState): PodLifecycleEvent[] {
-  if (oldS === newS) return [];
-  switch (newS) {
-    case 'running': return [{ id: uid, type: 'ContainerStarted', data: id }];
-    case 'exited': return [{ id: uid, type: 'ContainerDied', data: id }];
-    case 'unknown': return [{ id: uid, type: 'ContainerChanged', data: id }];
-    case 'non-existent':
-      if (oldS === 'exited') return [{ id: uid, type: 'ContainerRemoved', data: id }];
-      return [{ id: uid, type: 'ContainerDied', data: id }, { id: uid, type: 'ContainerRemoved', data: id }];
-  }
-}
-
-/** Events for a pod between two relists. */
-export function computePodEvents(uid: string, oldPod: RuntimePod | undefined, newPod: RuntimePod | undefined): PodLifecycleEvent[] {
-  const oldStates = podStates(oldPod);
-  const newStates = podStates(newPod);
-  const events: PodLifecycleEvent[] = [];
-  for (const [id, s] of newStates) events.push(...generateEvents(uid, id, oldStates.get(id) ?? 'non-existent', s));
-  for (const [id, s] of oldStates) if (!newStates.has(id)) events.push(...generateEvents(uid, id, s, 'non-existent'));
-  return events;
-}
-
-export class GenericPLEG {
-  private pods = new Map<string, RuntimePod>();
+export class GenericPLEG implements PodLifecycleEventGenerator {
+  readonly store = new RecordStore();
+  readonly deliverer: PodDeliverer;
+  readonly lister: RelistSource;
+  lastRelistStats?: RelistStats;
   private timer?: Timer;
   private stopped = true;
-  private lastRelistStart = 0;
-  private lastRelistEnd = 0;
-  /** Pods whose status query failed: retried on the next relist. */
-  private reinspect = new Set<string>();
+  private gen = 0;
+  /** Start time of the last relist whose lists succeeded (upstream relistTime); 0 before. */
+  private relistTime = 0;
+  private relistPeriodMs: number;
+  private relistThresholdMs: number;
+  private running?: Promise<void>;
+  private again = false;
+  private readonly statusFetch: PodStatusFetcher;
 
-  constructor(private readonly opts: GenericPlegOptions) {}
+  constructor(private readonly opts: GenericPlegOptions) {
+    this.relistPeriodMs = opts.relistPeriodMs;
+    this.relistThresholdMs = opts.relistThresholdMs;
+    if (opts.lister) this.lister = opts.lister;
+    else if (opts.runtime.getPods) this.lister = new RuntimePodsLister(() => opts.runtime.getPods!());
+    else throw new TypeError('GenericPLEG needs a lister or a runtime with getPods()');
+    this.deliverer = new PodDeliverer({
+      store: this.store,
+      cache: opts.cache,
+      clock: opts.clock,
+      log: opts.log,
+      emit: opts.emit,
+      onDiscard: opts.onDiscard,
+      metrics: opts.metrics,
+      concurrency: opts.statusConcurrency,
+    });
+    const deps: StatusReadDeps = { store: this.store, clock: opts.clock, runtime: opts.runtime, status: opts.status };
+    this.statusFetch = async (pod, prev, events) => {
+      if (!this.store.pods.has(pod.uid)) return { at: this.opts.clock.now() };
+      // A cached pod is refreshed where its records moved; a new pod, or a retry, is read whole.
+      if (!deps.status) return readWholePod(deps, pod, false);
+      if (prev.status && events.length > 0) {
+        const ids = new Set<string>();
+        for (const e of events) if (e.data) ids.add(e.data);
+        const r = await readPartial(deps, pod, prev.status, ids, false);
+        return { status: r.status, at: r.at, containerReads: r.reads };
+      }
+      // Not cached (or a retry): the relist just listed the pod's ids, read each of them (no list calls).
+      const p = this.store.pods.get(pod.uid)!;
+      const ids = [...p.sandboxes, ...p.containers].map((r) => r.id);
+      const empty: RuntimePodStatus = { uid: pod.uid, name: pod.name, namespace: pod.namespace, ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 0 };
+      const r = await readPartial(deps, pod, empty, ids, false);
+      return { status: r.status, at: r.at, podReads: 1, containerReads: r.reads };
+    };
+  }
+
+  get cache(): PodCache {
+    return this.opts.cache;
+  }
+
+  get clock(): Clock {
+    return this.opts.clock;
+  }
+
+  get log(): Logger {
+    return this.opts.log;
+  }
+
+  get metrics(): PlegMetrics | undefined {
+    return this.opts.metrics;
+  }
+
+  get runtime(): GenericPlegOptions['runtime'] {
+    return this.opts.runtime;
+  }
+
+  /** The status reader relists deliver with. */
+  get statusFetcher(): PodStatusFetcher {
+    return this.statusFetch;
+  }
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    this.lastRelistEnd = this.opts.clock.now();
     this.schedule(0);
   }
 
   stop(): void {
     this.stopped = true;
     this.timer?.cancel();
+    this.timer = undefined;
   }
 
-  /** upstream's Healthy(): the last relist finished within the threshold. */
-  healthy(): { ok: boolean; message: string } {
-    const since = this.opts.clock.now() - this.lastRelistEnd;
-    if (since > this.opts.relistThresholdMs) {
-      return { ok: false, message: `pleg was last seen active ${Math.round(since / 1000)}s ago; threshold is ${Math.round(this.opts.relistThresholdMs / 1000)}s` };
+  get isRunning(): boolean {
+    return !this.stopped;
+  }
+
+  /** Changes the period and threshold (upstream Update); takes effect from the next schedule. */
+  setRelistDuration(periodMs: number, thresholdMs: number): void {
+    const sooner = periodMs < this.relistPeriodMs;
+    this.relistPeriodMs = periodMs;
+    this.relistThresholdMs = thresholdMs;
+    if (sooner && !this.stopped && !this.running) {
+      this.timer?.cancel();
+      this.schedule(periodMs);
+    }
+  }
+
+  get relistDuration(): { periodMs: number; thresholdMs: number } {
+    return { periodMs: this.relistPeriodMs, thresholdMs: this.relistThresholdMs };
+  }
+
+  /** upstream Healthy(): a relist started within the threshold. */
+  healthy(): HealthResult {
+    if (this.relistTime === 0) return { ok: false, message: 'pleg has yet to be successful' };
+    this.opts.metrics?.lastSeen.set(Math.floor(this.relistTime / 1000));
+    const elapsed = this.opts.clock.now() - this.relistTime;
+    if (elapsed > this.relistThresholdMs) {
+      return {
+        ok: false,
+        message: `pleg was last seen active ${formatGoDuration(elapsed)} ago; threshold is ${formatGoDuration(this.relistThresholdMs)}`,
+      };
     }
     return { ok: true, message: 'ok' };
   }
 
-  /** The pods the last relist saw (housekeeping finds orphans here without another list call). */
-  knownPods(): ReadonlyMap<string, RuntimePod> {
-    return this.pods;
+  knownPods(): ReadonlyMap<string, KnownPod> {
+    return this.store.pods;
   }
 
   lastSeen(): number {
-    return this.lastRelistEnd;
+    return this.relistTime;
   }
 
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = this.opts.clock.setTimeout(() => {
-      void this.relist().catch((err) => this.opts.log.error('PLEG relist failed', { err: (err as Error).message }))
-        .finally(() => this.schedule(this.opts.relistPeriodMs));
+      this.timer = undefined;
+      void this.relist().finally(() => {
+        if (!this.timer) this.schedule(this.relistPeriodMs);
+      });
     }, ms);
   }
 
-  /** One relist: list, diff, refresh the cache for changed pods, emit their events. */
-  async relist(): Promise<void> {
-    const start = this.opts.clock.now();
-    const interval = this.lastRelistStart ? start - this.lastRelistStart : 0;
-    this.lastRelistStart = start;
-    const current = await this.opts.runtime.getPods();
-
-    const changed = new Map<string, PodLifecycleEvent[]>();
-    for (const [uid, p] of current) {
-      const ev = computePodEvents(uid, this.pods.get(uid), p);
-      if (ev.length || this.reinspect.has(uid)) changed.set(uid, ev);
+  /** One relist; a call during a running relist runs once more after it (upstream relistLock). */
+  relist(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
     }
-    for (const [uid, p] of this.pods) {
-      if (current.has(uid)) continue;
-      changed.set(uid, computePodEvents(uid, p, undefined));
-    }
-
-    const entries = [...changed];
-    const limit = Math.max(1, this.opts.statusConcurrency ?? 8);
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < entries.length) {
-        const [uid, events] = entries[next++]!;
-        const pod = current.get(uid);
-        if (!pod) {
-          // Gone from the runtime: readers fall back to an empty status once the cache time passes.
-          this.opts.cache.delete(uid);
-          this.reinspect.delete(uid);
-        } else {
-          try {
-            const status = await this.opts.runtime.getPodStatus(uid, pod.name, pod.namespace);
-            this.opts.cache.set(uid, status, undefined, start);
-            this.reinspect.delete(uid);
-          } catch (err) {
-            this.opts.log.warn('PLEG: failed to get pod status; will retry', { podUID: uid, err: (err as Error).message });
-            this.reinspect.add(uid);
-            this.opts.cache.set(uid, undefined, err as Error, start);
-          }
-        }
-        for (const e of events) {
-          // Removal of a container is housekeeping's business, not a reason to sync.
-          if (e.type === 'ContainerRemoved') continue;
-          if (!this.opts.emit(e)) this.opts.onDiscard?.();
-        }
+    const run = async (): Promise<void> => {
+      try {
+        do {
+          this.again = false;
+          await this.relistOnce();
+        } while (this.again);
+      } finally {
+        this.running = undefined;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(limit, entries.length) }, worker));
-
-    this.pods = current;
-    this.opts.cache.updateTime(start);
-    const end = this.opts.clock.now();
-    this.lastRelistEnd = end;
-    this.opts.onRelist?.(end - start, interval);
+    this.running = run();
+    return this.running;
   }
+
+  private async relistOnce(): Promise<void> {
+    const { clock, cache, metrics, log } = this.opts;
+    const p0 = performance.now();
+    const t0 = clock.now();
+    const interval = this.relistTime ? t0 - this.relistTime : 0;
+    if (this.relistTime) metrics?.relistInterval.observe(interval / 1000);
+    const gen = ++this.gen;
+    const store = this.store;
+    let listStats;
+    try {
+      listStats = await this.lister.list(store, gen);
+    } catch (err) {
+      log.error('GenericPLEG: Unable to retrieve pods', { err: (err as Error).message });
+      metrics?.relistDuration.observe((performance.now() - p0) / 1000);
+      return;
+    }
+    const p1 = performance.now();
+    this.relistTime = t0;
+
+    // The diff: walk every record once; removals swap the last record into the slot, which
+    // walking backwards has already visited.
+    const all = store.all;
+    let runningPods = 0;
+    let created = 0;
+    let running = 0;
+    let exited = 0;
+    let unknown = 0;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const rec = all[i]!;
+      if (rec.listGen === gen) {
+        if (rec.state === NON_EXISTENT && store.removedSince(rec.id, t0)) {
+          // removed (by an event) after this relist started: the list was older
+          store.discard(rec);
+          continue;
+        }
+        if (rec.listState !== rec.state) store.observe(rec, rec.listState, t0);
+      } else if (rec.state !== NON_EXISTENT) {
+        // gone from the runtime (unless an event newer than this relist says otherwise)
+        store.observe(rec, NON_EXISTENT, t0);
+        if (rec.state === NON_EXISTENT) continue;
+      } else if (rec.observedAt < t0) {
+        store.discard(rec);
+        continue;
+      }
+      const s: RecordState = rec.state;
+      if (rec.sandbox) {
+        if (s === 'SANDBOX_READY') runningPods++;
+      } else if (s === 'CONTAINER_RUNNING') running++;
+      else if (s === 'CONTAINER_EXITED') exited++;
+      else if (s === 'CONTAINER_CREATED') created++;
+      else if (s === 'CONTAINER_UNKNOWN') unknown++;
+    }
+    if (metrics) {
+      metrics.runningPods.set(runningPods);
+      metrics.runningContainers.withLabelValues('running').set(running);
+      metrics.runningContainers.withLabelValues('exited').set(exited);
+      metrics.runningContainers.withLabelValues('created').set(created);
+      metrics.runningContainers.withLabelValues('unknown').set(unknown);
+    }
+    const p2 = performance.now();
+
+    // Status reads and delivery, for changed pods and pods to reinspect only.
+    const reads0 = this.deliverer.podReads;
+    const creads0 = this.deliverer.containerReads;
+    const sync0 = this.deliverer.syncMs;
+    const emitted0 = this.deliverer.emitted + this.deliverer.discarded;
+    let pending: Promise<void>[] | undefined;
+    const deliver = (uid: string): void => {
+      (pending ??= []).push(this.deliverer.request(uid, this.statusFetch, true));
+    };
+    for (const uid of store.dirty.keys()) deliver(uid);
+    for (const uid of this.deliverer.reinspect) if (!store.dirty.has(uid)) deliver(uid);
+    if (pending) await Promise.all(pending);
+    const p3 = performance.now();
+
+    // Every pod is now as fresh as this relist (after the updates above, as upstream).
+    cache.updateTime(t0);
+    store.pruneTombstones(t0 - TOMBSTONE_TTL_MS);
+    metrics?.lastSeen.set(Math.floor(t0 / 1000));
+    const p4 = performance.now();
+    const totalMs = p4 - p0;
+    metrics?.relistDuration.observe(totalMs / 1000);
+    this.lastRelistStats = {
+      listMs: p1 - p0,
+      decodeMs: listStats.decodeMs,
+      diffMs: p2 - p1,
+      statusMs: p3 - p2,
+      kubeletMs: p2 - p1 + (this.deliverer.syncMs - sync0) + (p4 - p3),
+      totalMs,
+      statusCalls: this.deliverer.podReads - reads0,
+      containerReads: this.deliverer.containerReads - creads0,
+      events: this.deliverer.emitted + this.deliverer.discarded - emitted0,
+      items: listStats.items,
+      created: listStats.created,
+      bytes: listStats.bytes,
+      pods: store.pods.size,
+    };
+    this.opts.onRelist?.(totalMs, interval);
+  }
+}
+
+/** Go's time.Duration String() for the health message, e.g. 3m0s, 1m30.5s. */
+export function formatGoDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  const neg = ms < 0;
+  let rest = Math.abs(ms);
+  if (rest < 1000) return `${neg ? '-' : ''}${+rest.toFixed(3)}ms`;
+  const h = Math.floor(rest / 3_600_000);
+  rest -= h * 3_600_000;
+  const m = Math.floor(rest / 60_000);
+  rest -= m * 60_000;
+  const s = +(rest / 1000).toFixed(9);
+  return `${neg ? '-' : ''}${h ? `${h}h` : ''}${h || m ? `${m}m` : ''}${s}s`;
 }

@@ -1,0 +1,210 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { criDefinitions } from '../../src/runtime/cri-client.js';
+import { RecordStore } from '../../src/pleg/records.js';
+import type { ContainerStatusResponse, PodSandboxStatusResponse } from '../../src/runtime/cri-types.js';
+import { WireFormatError, decodeContainerList, decodeSandboxList, emptyListStats } from '../../src/pleg/wire.js';
+import { decodeContainerEvent } from '../../src/pleg/wire-event.js';
+
+const id = (n: number): string => n.toString(16).padStart(64, 'a');
+
+function container(n: number, state: string, extra: Record<string, string> = {}): object {
+  return {
+    id: id(n),
+    pod_sandbox_id: id(1000 + n),
+    metadata: { name: `app-${n}`, attempt: n % 3 },
+    image: { image: 'ghcr.io/example/app:v1', annotations: {} },
+    image_ref: `sha256:${id(n)}`,
+    state,
+    created_at: '1700000000123456789',
+    labels: {
+      'io.kubernetes.pod.name': `pod-${n}`,
+      'io.kubernetes.pod.namespace': 'ns-ü',
+      'io.kubernetes.pod.uid': `uid-${n}`,
+      'io.kubernetes.container.name': `name-${n}`,
+      ...extra,
+    },
+    annotations: { 'io.kubernetes.container.hash': 'abc', 'io.kubernetes.container.restartCount': '0' },
+  };
+}
+
+async function encodeContainers(items: object[]): Promise<Buffer> {
+  const defs = await criDefinitions();
+  return defs.runtime.ListContainers!.responseSerialize({ containers: items });
+}
+
+async function encodeSandboxes(items: object[]): Promise<Buffer> {
+  const defs = await criDefinitions();
+  return defs.runtime.ListPodSandbox!.responseSerialize({ items });
+}
+
+test('decodeContainerList: creates records with the pod labels, then only marks them (no new records)', async () => {
+  const store = new RecordStore();
+  const buf = await encodeContainers([container(1, 'CONTAINER_RUNNING'), container(2, 'CONTAINER_EXITED'), container(3, 'CONTAINER_CREATED')]);
+  const s1 = emptyListStats();
+  decodeContainerList(buf, store, 1, s1);
+  assert.equal(s1.items, 3);
+  assert.equal(s1.created, 3);
+  assert.equal(s1.bytes, buf.length);
+  const r1 = store.get(id(1))!;
+  assert.equal(r1.podUid, 'uid-1');
+  assert.equal(r1.podName, 'pod-1');
+  assert.equal(r1.podNamespace, 'ns-ü');
+  assert.equal(r1.name, 'name-1');
+  assert.equal(r1.attempt, 1);
+  assert.equal(r1.createdAt, 1700000000123);
+  assert.equal(r1.sandbox, false);
+  assert.equal(r1.listGen, 1);
+  assert.equal(r1.listState, 'CONTAINER_RUNNING');
+  assert.equal(store.get(id(2))!.listState, 'CONTAINER_EXITED');
+  assert.equal(store.get(id(3))!.listState, 'CONTAINER_CREATED');
+
+  const buf2 = await encodeContainers([container(1, 'CONTAINER_EXITED'), container(2, 'CONTAINER_EXITED')]);
+  const s2 = emptyListStats();
+  decodeContainerList(buf2, store, 2, s2);
+  assert.equal(s2.created, 0);
+  assert.equal(store.get(id(1))!.listGen, 2);
+  assert.equal(store.get(id(1))!.listState, 'CONTAINER_EXITED');
+  assert.equal(store.get(id(3))!.listGen, 1, 'not listed this time');
+});
+
+test('decodeContainerList: a container without the pod uid label is foreign and gets no record', async () => {
+  const store = new RecordStore();
+  const c = container(9, 'CONTAINER_RUNNING') as { labels: Record<string, string> };
+  delete c.labels['io.kubernetes.pod.uid'];
+  const stats = emptyListStats();
+  decodeContainerList(await encodeContainers([c]), store, 1, stats);
+  assert.equal(stats.foreign, 1);
+  assert.equal(store.size, 0);
+});
+
+test('decodeSandboxList: the pod comes from the sandbox metadata; states decode', async () => {
+  const store = new RecordStore();
+  const sb = (n: number, state: string): object => ({
+    id: id(500 + n),
+    metadata: { name: `meta-pod-${n}`, uid: `meta-uid-${n}`, namespace: 'kube-system', attempt: 2 },
+    state,
+    created_at: '1700000000999000000',
+    labels: { 'io.kubernetes.pod.uid': 'label-uid', app: 'x' },
+    annotations: { 'kubernetes.io/config.source': 'file' },
+    runtime_handler: '',
+  });
+  const stats = emptyListStats();
+  decodeSandboxList(await encodeSandboxes([sb(1, 'SANDBOX_READY'), sb(2, 'SANDBOX_NOTREADY')]), store, 7, stats);
+  assert.equal(stats.created, 2);
+  const r = store.get(id(501))!;
+  assert.equal(r.sandbox, true);
+  assert.equal(r.podUid, 'meta-uid-1');
+  assert.equal(r.podName, 'meta-pod-1');
+  assert.equal(r.podNamespace, 'kube-system');
+  assert.equal(r.attempt, 2);
+  assert.equal(r.createdAt, 1700000000999);
+  assert.equal(r.listState, 'SANDBOX_READY');
+  assert.equal(store.get(id(502))!.listState, 'SANDBOX_NOTREADY');
+});
+
+test('a truncated message is a WireFormatError, not a silent partial list', async () => {
+  const buf = await encodeContainers([container(1, 'CONTAINER_RUNNING')]);
+  assert.throws(() => decodeContainerList(buf.subarray(0, buf.length - 10), new RecordStore(), 1, emptyListStats()), WireFormatError);
+});
+
+test('decodeContainerEvent reads containerd 1.6 events (sandbox metadata in field 4)', async () => {
+  const defs = await criDefinitions();
+  const buf = defs.runtime.GetContainerEvents!.responseSerialize({
+    container_id: id(7),
+    container_event_type: 'CONTAINER_STOPPED_EVENT',
+    created_at: '1700000000123456789',
+    pod_sandbox_metadata: { name: 'web-0', uid: 'u-7', namespace: 'default', attempt: 1 },
+  });
+  const e = decodeContainerEvent(buf);
+  assert.equal(e.containerId, id(7));
+  assert.equal(e.type, 'CONTAINER_STOPPED_EVENT');
+  assert.equal(Math.round(e.createdAt * 1000), 1700000000123457);
+  assert.deepEqual(e.pod, { name: 'web-0', uid: 'u-7', namespace: 'default', attempt: 1 });
+  assert.equal(e.sandboxId, undefined);
+});
+
+// Hand-encoding for the newer CRI shape our api.proto does not carry.
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+function lenField(field: number, bytes: number[] | Buffer): number[] {
+  return [...varint((field << 3) | 2), ...varint(bytes.length), ...bytes];
+}
+function strField(field: number, s: string): number[] {
+  return lenField(field, Buffer.from(s));
+}
+
+test('decodeContainerEvent reads newer CRI events (sandbox status in field 4, with its id and metadata)', () => {
+  const metadata = [...strField(1, 'web-0'), ...strField(2, 'u-8'), ...strField(3, 'prod'), ...varint(4 << 3), 3];
+  const status = [...strField(1, id(80)), ...lenField(2, metadata), ...varint(3 << 3), 1, ...varint(4 << 3), ...varint(12345)];
+  const buf = Buffer.from([...strField(1, id(8)), ...varint(2 << 3), 1, ...varint(3 << 3), ...varint(1_700_000_000_000), ...lenField(4, status)]);
+  const e = decodeContainerEvent(buf);
+  assert.equal(e.containerId, id(8));
+  assert.equal(e.type, 'CONTAINER_STARTED_EVENT');
+  assert.equal(e.sandboxId, id(80));
+  assert.deepEqual(e.pod, { name: 'web-0', uid: 'u-8', namespace: 'prod', attempt: 3 });
+});
+
+test('an event without sandbox metadata has no pod', () => {
+  const e = decodeContainerEvent(Buffer.from([...strField(1, 'abc'), ...varint(2 << 3), 3]));
+  assert.equal(e.type, 'CONTAINER_DELETED_EVENT');
+  assert.equal(e.pod, undefined);
+});
+
+test('lean status decoders give what the protobufjs path gives', async () => {
+  const { toContainerRuntimeStatus, toSandboxRuntimeStatus } = await import('../../src/pleg/status.js');
+  const { decodeContainerStatusResponse, decodeSandboxStatusResponse, encodeIdRequest } = await import('../../src/pleg/wire-status.js');
+  const defs = await criDefinitions();
+  const status = {
+    id: id(42),
+    metadata: { name: 'meta-name', attempt: 4 },
+    state: 'CONTAINER_EXITED',
+    created_at: '1700000000123999999', // a hair before a millisecond boundary
+    started_at: '1700000001000000000',
+    finished_at: '1700000002500000001',
+    exit_code: -2,
+    image: { image: 'ghcr.io/example/app:v1', annotations: { a: 'b' } },
+    image_ref: 'sha256:abc',
+    reason: 'Error',
+    message: 'boom',
+    labels: { 'io.kubernetes.container.name': 'app', 'io.kubernetes.pod.uid': 'u' },
+    annotations: {
+      'io.kubernetes.container.hash': 'deadbeef',
+      'io.kubernetes.container.restartCount': '3',
+      'io.kubernetes.pod.terminationGracePeriod': '30',
+    },
+    mounts: [{ container_path: '/a', host_path: '/b', readonly: true, selinux_relabel: false, propagation: 'PROPAGATION_PRIVATE' }],
+    log_path: 'app/3.log',
+    resources: null,
+  };
+  const buf = defs.runtime.ContainerStatus!.responseSerialize({ status, info: { k: 'v' } });
+  const viaProtobufjs = toContainerRuntimeStatus((defs.runtime.ContainerStatus!.responseDeserialize(buf) as ContainerStatusResponse).status!, 'containerd');
+  const lean = decodeContainerStatusResponse(buf, 'containerd');
+  assert.deepEqual(lean, viaProtobufjs);
+  assert.equal(lean?.createdAt, 1700000000123);
+  assert.equal(lean?.exitCode, -2);
+  assert.equal(lean?.restartCount, 3);
+
+  const sb = {
+    id: id(43),
+    metadata: { name: 'p', uid: 'u', namespace: 'ns', attempt: 1 },
+    state: 'SANDBOX_NOTREADY',
+    created_at: '1700000000999000000',
+    network: { ip: '10.88.0.5', additional_ips: [{ ip: 'fd00::5' }] },
+    linux: { namespaces: { options: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD', target_id: '' } } },
+    labels: { x: 'y' },
+    annotations: { z: 'w' },
+    runtime_handler: '',
+  };
+  const sbuf = defs.runtime.PodSandboxStatus!.responseSerialize({ status: sb, info: {} });
+  assert.deepEqual(decodeSandboxStatusResponse(sbuf), toSandboxRuntimeStatus((defs.runtime.PodSandboxStatus!.responseDeserialize(sbuf) as PodSandboxStatusResponse).status!));
+  assert.equal(decodeContainerStatusResponse(defs.runtime.ContainerStatus!.responseSerialize({ info: {} }), 'containerd'), null);
+  assert.deepEqual(defs.runtime.ContainerStatus!.requestDeserialize(encodeIdRequest(id(42))), { container_id: id(42), verbose: false });
+});

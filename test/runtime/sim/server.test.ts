@@ -1,0 +1,273 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CriClient, CriError } from '../../../src/runtime/cri-client.js';
+import { SIM_RUNTIME_NAME, SimRuntime } from '../../../src/runtime/sim/sim-runtime.js';
+import { startSimRuntimeServer, type SimRuntimeServer } from '../../../src/runtime/sim/server.js';
+import { parseSimRuntimeFlags, SimRuntimeFlagError } from '../../../src/runtime/sim/cli.js';
+import { ChurnGenerator } from '../../../src/runtime/sim/churn.js';
+import { LeanCriLister } from '../../../src/pleg/relist-source.js';
+import { RecordStore } from '../../../src/pleg/records.js';
+import { GenericPLEG } from '../../../src/pleg/generic.js';
+import { PodCache } from '../../../src/pleg/cache.js';
+import type { PodLifecycleEvent } from '../../../src/pleg/types.js';
+import type { ContainerEvent } from '../../../src/pleg/wire-event.js';
+import type { ContainerEventResponse } from '../../../src/runtime/cri-types.js';
+import * as labels from '../../../src/runtime/labels.js';
+import { realClock } from '../../../src/util/clock.js';
+import { createLogger } from '../../../src/util/log.js';
+
+async function withServer(fn: (s: SimRuntimeServer, cri: CriClient, dir: string) => Promise<void>, populate = 30): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-sim-'));
+  const runtime = new SimRuntime({ seed: 11 });
+  runtime.populate({ containers: populate });
+  const server = await startSimRuntimeServer({ runtime, socketPath: join(dir, 'sim.sock') });
+  const cri = new CriClient({ runtimeEndpoint: server.endpoint, timeoutMs: 10_000 });
+  try {
+    await fn(server, cri, dir);
+  } finally {
+    cri.close();
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('the simulated runtime names itself as a simulation and reports ready', async () => {
+  await withServer(async (_s, cri) => {
+    const v = await cri.version();
+    assert.equal(v.runtime_name, SIM_RUNTIME_NAME);
+    assert.match(v.runtime_version, /simulated/);
+    const st = await cri.status();
+    assert.deepEqual(st.status?.conditions.map((c) => [c.type, c.status]), [['RuntimeReady', true], ['NetworkReady', true]]);
+  });
+});
+
+test('list and status over gRPC decode to what the model holds; filters apply; unknown ids are NotFound', async () => {
+  await withServer(async (s, cri) => {
+    const cs = await cri.listContainers();
+    assert.equal(cs.length, 30);
+    const model = s.runtime.containers.get(cs[0]!.id)!;
+    assert.deepEqual(cs[0]!.labels, model.labels);
+    assert.deepEqual(cs[0]!.annotations, model.annotations);
+    assert.equal(cs[0]!.created_at, model.createdAt.toString());
+    assert.equal(s.lastListBytes.containers > 0, true);
+    const uid = cs[0]!.labels[labels.KUBERNETES_POD_UID_LABEL]!;
+    const mine = await cri.listContainers({ label_selector: { [labels.KUBERNETES_POD_UID_LABEL]: uid } });
+    assert.equal(mine.length, 3);
+    const sbs = await cri.listPodSandbox({ label_selector: { [labels.KUBERNETES_POD_UID_LABEL]: uid } });
+    assert.equal(sbs.length, 1);
+    const sst = await cri.podSandboxStatus(sbs[0]!.id);
+    assert.equal(sst.status?.state, 'SANDBOX_READY');
+    assert.match(sst.status?.network?.ip ?? '', /^10\./);
+    const cst = await cri.containerStatus(cs[0]!.id);
+    assert.equal(cst.status?.state, 'CONTAINER_RUNNING');
+    assert.notEqual(cst.status?.started_at, '0');
+    await assert.rejects(cri.containerStatus('0'.repeat(64)), (e: unknown) => e instanceof CriError && e.notFound);
+    assert.equal(s.calls.get('ListContainers'), 2);
+  });
+});
+
+test('the kubelet-side calls drive the model: run, create, start, stop, remove', async () => {
+  await withServer(async (s, cri) => {
+    const sb = await cri.runPodSandbox({
+      metadata: { name: 'web-0', namespace: 'default', uid: 'u-web-0' },
+      labels: { [labels.KUBERNETES_POD_UID_LABEL]: 'u-web-0' },
+    });
+    const created = await cri.createContainer(
+      sb.pod_sandbox_id,
+      { metadata: { name: 'app' }, image: { image: 'busybox' }, labels: { [labels.KUBERNETES_POD_UID_LABEL]: 'u-web-0' } },
+      { metadata: { name: 'web-0', namespace: 'default', uid: 'u-web-0' } },
+    );
+    await cri.startContainer(created.container_id);
+    assert.equal(s.runtime.containerStatus(created.container_id).state, 'CONTAINER_RUNNING');
+    await cri.stopContainer(created.container_id, 10);
+    assert.equal((await cri.containerStatus(created.container_id)).status?.exit_code, 0);
+    await cri.removeContainer(created.container_id);
+    await cri.removePodSandbox(sb.pod_sandbox_id);
+    assert.equal(s.runtime.sandboxes.has(sb.pod_sandbox_id), false);
+  });
+});
+
+test('GetContainerEvents streams the model\'s events; dropping the streams ends them with UNAVAILABLE', async () => {
+  await withServer(async (s, cri) => {
+    // the CRI client decodes with api.proto, which has the metadata shape
+    s.eventShape = 'metadata';
+    const stream = cri.getContainerEvents();
+    const got: ContainerEventResponse[] = [];
+    const reading = (async () => {
+      for await (const e of stream) got.push(e);
+    })();
+    while (s.eventStreams() === 0) await new Promise((r) => setTimeout(r, 5));
+    const [c] = s.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+    s.runtime.exitContainer(c!.id, 1, 'Error');
+    while (got.length === 0) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(got[0]!.container_id, c!.id);
+    assert.equal(got[0]!.container_event_type, 'CONTAINER_STOPPED_EVENT');
+    assert.equal(got[0]!.pod_sandbox_metadata?.uid, s.runtime.sandboxes.get(c!.sandboxId)!.metadata.uid);
+    s.dropEventStreams();
+    await assert.rejects(reading, (e: unknown) => e instanceof CriError && e.unavailable);
+  });
+});
+
+test('the lean lister reads the simulated runtime: records for every item, none rebuilt on the next list', async () => {
+  await withServer(async (s, _cri) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    try {
+      const store = new RecordStore();
+      const first = await lister.list(store, 1);
+      assert.equal(first.items, 30 + 10);
+      assert.equal(first.created, 40);
+      const second = await lister.list(store, 2);
+      assert.equal(second.created, 0);
+      assert.equal(store.all.every((r) => r.listGen === 2), true);
+      const any = store.all.find((r) => !r.sandbox)!;
+      const model = s.runtime.containers.get(any.id)!;
+      assert.equal(any.podUid, model.labels[labels.KUBERNETES_POD_UID_LABEL]);
+      assert.equal(any.name, model.metadata.name);
+    } finally {
+      lister.close();
+    }
+  });
+});
+
+test('the lean event stream: ready on headers, decoded events, an error end when the runtime drops it', async () => {
+  await withServer(async (s) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const got: ContainerEvent[] = [];
+    let ready = false;
+    let ended: Error | undefined | 'open' = 'open';
+    const h = lister.openContainerEvents({ onReady: () => (ready = true), onEvent: (e) => got.push(e), onEnd: (err) => (ended = err) });
+    try {
+      while (!ready) await new Promise((r) => setTimeout(r, 5));
+      const [c] = s.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+      s.runtime.exitContainer(c!.id, 2, 'Error');
+      while (!got.length) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(got[0]!.containerId, c!.id);
+      assert.equal(got[0]!.type, 'CONTAINER_STOPPED_EVENT');
+      assert.ok(Math.abs(got[0]!.createdAt - Date.now()) < 5_000);
+      // the default (newer CRI) shape carries the sandbox status and every container's status
+      const sb = s.runtime.sandboxes.get(c!.sandboxId)!;
+      assert.equal(got[0]!.sandboxId, sb.id);
+      assert.equal(got[0]!.pod?.uid, sb.metadata.uid);
+      assert.equal(got[0]!.sandboxStatus?.state, 'ready');
+      assert.equal(got[0]!.sandboxStatus?.decode().id, sb.id);
+      assert.deepEqual(got[0]!.containerStatuses?.map((x) => x.id).sort(), [...sb.containers].sort());
+      const mine = got[0]!.containerStatuses!.find((x) => x.id === c!.id)!;
+      assert.equal(mine.state, 'exited');
+      assert.equal(mine.decode().exitCode, 2);
+      assert.equal(mine.decode().name, c!.metadata.name);
+      s.dropEventStreams();
+      while (ended === 'open') await new Promise((r) => setTimeout(r, 5));
+      assert.match(String((ended as Error | undefined)?.message), /UNAVAILABLE/);
+    } finally {
+      h.cancel();
+      lister.close();
+    }
+  });
+});
+
+test('generic PLEG over the simulated runtime under churn: every change delivered, zero status calls when still', async () => {
+  await withServer(async (s) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const cri = new CriClient({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const events: PodLifecycleEvent[] = [];
+    const cache = new PodCache();
+    const pleg = new GenericPLEG({
+      lister,
+      runtime: {
+        // a minimal status reader over the CRI: containers by pod uid
+        getPodStatus: async (uid, name, namespace) => {
+          const cs = await cri.listContainers({ label_selector: { [labels.KUBERNETES_POD_UID_LABEL]: uid } });
+          return {
+            uid, name, namespace, ips: [], sandboxStatuses: [], timestamp: Date.now(),
+            containerStatuses: cs.map((c) => ({ id: c.id, state: c.state === 'CONTAINER_RUNNING' ? 'running' : 'exited' }) as never),
+          };
+        },
+      },
+      cache,
+      clock: realClock,
+      log: createLogger(),
+      relistPeriodMs: 1000,
+      relistThresholdMs: 180_000,
+      emit: (e) => (events.push(e), true),
+    });
+    try {
+      await pleg.relist();
+      assert.equal(pleg.lastRelistStats?.statusCalls, 10);
+      events.length = 0;
+      await pleg.relist();
+      assert.equal(pleg.lastRelistStats?.statusCalls, 0);
+      assert.equal(events.length, 0);
+
+      const churn = new ChurnGenerator(s.runtime, { eventsPerSecond: 1000, podReplaceShare: 0 });
+      for (let i = 0; i < 5; i++) churn.step();
+      const running = new Set(s.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } }).map((c) => c.id));
+      await pleg.relist();
+      const started = events.filter((e) => e.type === 'ContainerStarted').map((e) => e.data!);
+      const died = events.filter((e) => e.type === 'ContainerDied').map((e) => e.data!);
+      for (const id of started) assert.ok(running.has(id));
+      for (const id of died) assert.ok(!running.has(id));
+      assert.equal(died.length, churn.stats.exits);
+      assert.equal(started.length, churn.stats.restarts);
+      assert.ok((pleg.lastRelistStats?.statusCalls ?? 0) <= 5);
+      for (const [uid, p] of pleg.knownPods()) {
+        for (const c of p.containers) assert.equal(c.state, s.runtime.containers.get(c.id)?.state, `${uid}/${c.id}`);
+      }
+    } finally {
+      lister.close();
+      cri.close();
+    }
+  });
+});
+
+test('sim-runtime flags: defaults, forms, and clear errors', () => {
+  const f = parseSimRuntimeFlags(['--socket=/tmp/x.sock', '--containers', '100', '--churn-percent', '1', '--cgroup-version', '1']);
+  assert.ok(f !== 'help');
+  assert.equal(f.socket, '/tmp/x.sock');
+  assert.equal(f.containers, 100);
+  assert.equal(f.churnPercent, 1);
+  assert.equal(f.cgroupVersion, 1);
+  assert.equal(f.containersPerPod, 3);
+  assert.equal(parseSimRuntimeFlags(['-h']), 'help');
+  assert.throws(() => parseSimRuntimeFlags(['--containers', '-1']), SimRuntimeFlagError);
+  assert.throws(() => parseSimRuntimeFlags(['--socket', 'relative.sock']), /absolute path/);
+  assert.throws(() => parseSimRuntimeFlags(['--bogus']), /unknown flag --bogus/);
+  assert.throws(() => parseSimRuntimeFlags(['--containers']), /needs a value/);
+});
+
+test('the standalone entry serves, answers IPC control messages and stops cleanly', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-sim-main-'));
+  const main = fileURLToPath(new URL('../../../src/runtime/sim/main.js', import.meta.url));
+  const child = fork(main, ['--socket', join(dir, 'sim.sock'), '--containers', '12', '--containers-per-pod', '4'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  try {
+    const next = (cmd: string): Promise<Record<string, unknown>> =>
+      new Promise((resolve, reject) => {
+        const on = (m: Record<string, unknown>): void => {
+          if (m.cmd !== cmd) return;
+          child.off('message', on);
+          resolve(m);
+        };
+        child.on('message', on);
+        child.once('exit', (code) => reject(new Error(`sim exited ${code}`)));
+      });
+    const ready = await next('ready');
+    assert.equal(ready.endpoint, `unix://${join(dir, 'sim.sock')}`);
+    assert.deepEqual(ready.counts, { sandboxes: 3, containers: 12, running: 12, exited: 0 });
+    const cri = new CriClient({ runtimeEndpoint: ready.endpoint as string, timeoutMs: 10_000 });
+    assert.equal((await cri.listContainers()).length, 12);
+    cri.close();
+    child.send({ cmd: 'stats' });
+    const stats = await next('stats');
+    assert.equal((stats.calls as Record<string, number>).ListContainers, 1);
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    child.send({ cmd: 'stop' });
+    assert.equal(await exited, 0);
+  } finally {
+    child.kill();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
