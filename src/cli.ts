@@ -11,6 +11,11 @@ import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'sim-runtime') {
+    // A simulated CRI runtime for density benchmarks, not a kubelet.
+    const { simRuntimeMain } = await import('./runtime/sim/cli.js');
+    return simRuntimeMain(argv.slice(1));
+  }
   let loaded;
   try {
     loaded = await loadConfig(argv);

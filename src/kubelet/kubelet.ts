@@ -13,7 +13,8 @@ import { RuntimeManager } from '../runtime/runtime-manager.js';
 import type { RuntimePodStatus, ContainerStartFailure } from '../runtime/types.js';
 import { ImageManager } from '../images/image-manager.js';
 import { PodCache } from '../pleg/cache.js';
-import { GenericPLEG, type PodLifecycleEvent } from '../pleg/generic.js';
+import { createPLEG, isSyncPodWorthy, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
+import { createPlegMetrics } from '../metrics/kubelet-metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
 import { generateAPIPodStatus } from '../status/generate.js';
@@ -35,9 +36,6 @@ import { rootLogger, type Logger } from '../util/log.js';
 const HOUSEKEEPING_PERIOD_MS = 2_000;
 /** upstream: plegChannelCapacity. */
 const PLEG_CHANNEL_CAPACITY = 1000;
-/** upstream: genericPlegRelistPeriod / relistThreshold. */
-const RELIST_PERIOD_MS = 1_000;
-const RELIST_THRESHOLD_MS = 3 * 60_000;
 /** upstream: backOffPeriod for a pod whose sync failed. */
 const SYNC_ERROR_BACKOFF_MS = 10_000;
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
@@ -73,7 +71,7 @@ export class Kubelet {
   memoryCapacityBytes = 0;
 
   private runtime!: RuntimeManager;
-  private pleg!: GenericPLEG;
+  private plegs!: Pleg;
   private podWorkers!: PodWorkers;
   private podConfig?: PodConfig;
   private cgroups!: PodContainerManager;
@@ -152,21 +150,23 @@ export class Kubelet {
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
     });
-    this.pleg = new GenericPLEG({
+    this.plegs = createPLEG({
+      runtimeEndpoint: config.containerRuntimeEndpoint,
+      timeoutMs: config.runtimeRequestTimeout,
       runtime: this.runtime,
       cache: this.cache,
       clock: this.clock,
       log: this.log,
-      relistPeriodMs: RELIST_PERIOD_MS,
-      relistThresholdMs: RELIST_THRESHOLD_MS,
       emit: (e) => this.enqueuePlegEvent(e),
       onDiscard: () => { this.plegDiscardedEvents++; },
+      metrics: createPlegMetrics(this.metrics),
+      featureGates: config.featureGates,
     });
 
     this.running = true;
     await this.updateRuntimeUp();
     this.every(RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
-    this.pleg.start();
+    this.plegs.pleg.start();
 
     this.podConfig = new PodConfig({
       nodeName: this.nodeName,
@@ -188,7 +188,7 @@ export class Kubelet {
     this.running = false;
     for (const t of this.timers) t.cancel();
     this.timers = [];
-    this.pleg?.stop();
+    this.plegs?.close();
     this.oom?.stop();
     await this.podConfig?.stop();
     await this.podWorkers?.idle();
@@ -247,7 +247,7 @@ export class Kubelet {
     const events = this.plegChannel.splice(0);
     const seen = new Set<string>();
     for (const e of events) {
-      if (seen.has(e.id)) continue;
+      if (!isSyncPodWorthy(e) || seen.has(e.id)) continue;
       seen.add(e.id);
       const pod = this.podManager.getPodByUID(e.id);
       if (!pod) continue;
@@ -270,7 +270,7 @@ export class Kubelet {
     if (!this.podConfig?.seenAllSources() || this.runtimeError !== undefined) return;
     const desired = this.podManager.uids();
     // Pods the runtime runs that no source wants (deleted while we were down, or orphans).
-    for (const [uid, rp] of this.pleg.knownPods()) {
+    for (const [uid, rp] of this.plegs.pleg.knownPods()) {
       if (desired.has(uid) || this.podWorkers.has(uid)) continue;
       this.log.info('Cleaning up orphaned pod', { pod: `${rp.namespace}/${rp.name}`, podUID: uid });
       const pod: Pod = { metadata: { uid, name: rp.name, namespace: rp.namespace }, spec: { containers: [] } };
@@ -278,7 +278,7 @@ export class Kubelet {
     }
     // Pod cgroups nobody owns.
     try {
-      const known = this.pleg.knownPods();
+      const known = this.plegs.pleg.knownPods();
       for (const [uid, name] of await this.cgroups.listPodCgroups()) {
         if (desired.has(uid) || this.podWorkers.has(uid) || known.has(uid)) continue;
         this.log.info('Removing orphaned pod cgroup', { cgroup: name });
@@ -443,7 +443,7 @@ export class Kubelet {
     const now = this.clock.now();
     const syncloopMax = Math.max(2 * this.config.syncFrequency, 5 * 60_000);
     const sinceLoop = now - this.lastSyncLoopIteration;
-    const pleg = this.pleg?.healthy() ?? { ok: false, message: 'pleg has not started' };
+    const pleg = this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' };
     return [
       { name: 'ping', ok: true, message: 'ok' },
       {

@@ -144,7 +144,6 @@ export class PodWorkers {
       const entry = await this.opts.cache.getNewerThan(uid, w.lastSyncTime);
       if (entry.error) throw entry.error;
       const status = entry.status ?? emptyStatus(w.pod);
-      w.lastSyncTime = this.opts.clock.now();
       if (w.phase === 'sync') {
         const terminal = await this.opts.hooks.syncPod(w.pod, status);
         if (terminal && w.phase === 'sync') {
@@ -169,6 +168,10 @@ export class PodWorkers {
     } catch (err) {
       log.error('Error syncing pod, skipping', { err: (err as Error).message });
       this.opts.onError?.(w.pod, err as Error);
+    } finally {
+      // As upstream: the next sync waits for a status read after this one finished, so it
+      // sees what this sync did (a read taken mid-sync would not).
+      w.lastSyncTime = this.opts.clock.now();
     }
   }
 }
