@@ -123,8 +123,8 @@ export function containerStatusAt(r: Reader, end: number, runtimeName: string): 
     }
     r.skip(wt);
   }
-  // The fields the runtime manager takes from labels.getContainerInfoFromLabels, without
-  // parsing the JSON annotations (preStop, ports) nobody reads from a cached status.
+  // The fields the runtime manager takes from labels.getContainerInfoFromLabels; of the JSON
+  // annotations only preStop is kept (killing an adopted container runs it), parsed when present.
   return {
     id,
     containerID: `${runtimeName}://${id}`,
@@ -141,6 +141,7 @@ export function containerStatusAt(r: Reader, end: number, runtimeName: string): 
     reason,
     message,
     terminationGracePeriodSeconds: intAnnotation(ann[labels.POD_TERMINATION_GRACE_PERIOD_LABEL]),
+    preStopHandler: ann[labels.CONTAINER_PRE_STOP_HANDLER_LABEL] ? labels.getContainerInfoFromAnnotations(ann).preStopHandler : undefined,
     labels: lbl,
     annotations: ann,
   };

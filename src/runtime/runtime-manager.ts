@@ -12,6 +12,7 @@ import { hashContainer } from './container-hash.js';
 import { generatePodSandboxConfig } from './sandbox-config.js';
 import { createTerminationMessageFile, generateContainerConfig, podContainerDir } from './container-config.js';
 import { HandlerRunner } from './hooks.js';
+import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
 import { ImageError, type ImageManager } from '../images/image-manager.js';
 import { Reasons, crashLoopBackOffMessage } from '../status/reasons.js';
@@ -77,20 +78,6 @@ export interface PodSyncResult {
   /** When the pod should be synced again for a pending backoff (ms from now). */
   requeueAfterMs?: number;
   errors: string[];
-}
-
-export function nsToMs(ns: string | number | undefined): number {
-  if (ns === undefined || ns === '' || ns === '0' || ns === 0) return 0;
-  return Number(BigInt(ns) / 1_000_000n);
-}
-
-function toContainerState(s: cri.ContainerState): ContainerRuntimeStatus['state'] {
-  switch (s) {
-    case 'CONTAINER_CREATED': return 'created';
-    case 'CONTAINER_RUNNING': return 'running';
-    case 'CONTAINER_EXITED': return 'exited';
-    default: return 'unknown';
-  }
 }
 
 /** Newest status per container name (statuses are ordered newest first). */
@@ -304,17 +291,7 @@ export class RuntimeManager {
         const res = await this.opts.cri.podSandboxStatus(sb.id);
         const st = res.status;
         if (!st) return;
-        sandboxStatuses.push({
-          id: st.id,
-          state: st.state === 'SANDBOX_READY' ? 'ready' : 'notready',
-          createdAt: nsToMs(st.created_at),
-          attempt: st.metadata?.attempt ?? 0,
-          ip: st.network?.ip ?? '',
-          additionalIps: (st.network?.additional_ips ?? []).map((p) => p.ip),
-          hostNetwork: st.linux?.namespaces?.options?.network === 'NODE',
-          labels: st.labels,
-          annotations: st.annotations,
-        });
+        sandboxStatuses.push(toSandboxRuntimeStatus(st));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -325,7 +302,7 @@ export class RuntimeManager {
     await Promise.all(containers.map(async (c) => {
       try {
         const res = await this.opts.cri.containerStatus(c.id);
-        if (res.status) containerStatuses.push(this.toContainerStatus(res.status));
+        if (res.status) containerStatuses.push(toContainerRuntimeStatus(res.status, this.runtimeName));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -335,30 +312,6 @@ export class RuntimeManager {
     const ready = sandboxStatuses.find((s) => s.state === 'ready');
     const ips = ready && ready.ip ? [ready.ip, ...ready.additionalIps] : [];
     return { uid, name, namespace, ips, sandboxStatuses, containerStatuses, timestamp };
-  }
-
-  private toContainerStatus(s: cri.ContainerStatus): ContainerRuntimeStatus {
-    const info = labels.getContainerInfoFromLabels(s.labels, s.annotations);
-    return {
-      id: s.id,
-      containerID: `${this.runtimeName}://${s.id}`,
-      name: info.containerName || s.metadata?.name || '',
-      state: toContainerState(s.state),
-      createdAt: nsToMs(s.created_at),
-      startedAt: nsToMs(s.started_at),
-      finishedAt: nsToMs(s.finished_at),
-      exitCode: s.exit_code,
-      image: s.image?.image || '',
-      imageRef: s.image_ref,
-      hash: info.hash,
-      restartCount: info.restartCount ?? s.metadata?.attempt ?? 0,
-      reason: s.reason,
-      message: s.message,
-      terminationGracePeriodSeconds: info.podTerminationGracePeriod,
-      preStopHandler: info.preStopHandler,
-      labels: s.labels,
-      annotations: s.annotations,
-    };
   }
 
   /** Brings the pod to what its spec asks, as far as one pass can. */

@@ -179,6 +179,7 @@ test('lean status decoders give what the protobufjs path gives', async () => {
       'io.kubernetes.container.hash': 'deadbeef',
       'io.kubernetes.container.restartCount': '3',
       'io.kubernetes.pod.terminationGracePeriod': '30',
+      'io.kubernetes.container.preStopHandler': '{"exec":{"command":["sh","-c","sleep 1"]}}',
     },
     mounts: [{ container_path: '/a', host_path: '/b', readonly: true, selinux_relabel: false, propagation: 'PROPAGATION_PRIVATE' }],
     log_path: 'app/3.log',
@@ -189,6 +190,7 @@ test('lean status decoders give what the protobufjs path gives', async () => {
   const lean = decodeContainerStatusResponse(buf, 'containerd');
   assert.deepEqual(lean, viaProtobufjs);
   assert.equal(lean?.createdAt, 1700000000123);
+  assert.deepEqual(lean?.preStopHandler, { exec: { command: ['sh', '-c', 'sleep 1'] } });
   assert.equal(lean?.exitCode, -2);
   assert.equal(lean?.restartCount, 3);
 
