@@ -34,7 +34,7 @@ export function exponentialBucketsRange(min: number, max: number, count: number)
   return Array.from({ length: count }, (_, i) => min * Math.pow(factor, i));
 }
 
-/** component-base stability levels; ALPHA and BETA are shown in HELP as upstream does. */
+/** component-base stability levels, shown in HELP as upstream does (INTERNAL is not). */
 export type StabilityLevel = 'INTERNAL' | 'ALPHA' | 'BETA' | 'STABLE';
 
 export interface MetricOptions {
@@ -169,7 +169,8 @@ abstract class Metric<Child> {
   render(): string | undefined {
     const samples = this.renderSamples();
     if (samples === undefined) return undefined;
-    const level = this.stabilityLevel === 'ALPHA' || this.stabilityLevel === 'BETA' ? `[${this.stabilityLevel}] ` : '';
+    // As a kubelet's /metrics shows it: `[ALPHA] ...`, `[STABLE] ...`; INTERNAL carries no prefix.
+    const level = this.stabilityLevel === 'INTERNAL' ? '' : `[${this.stabilityLevel}] `;
     return `# HELP ${this.name} ${escapeHelp(level + this.help)}\n# TYPE ${this.name} ${this.type}\n${samples}`;
   }
 

@@ -57,10 +57,11 @@ test('counter and gauge render HELP with the stability level, TYPE and the sampl
   assert.equal(TEXT_CONTENT_TYPE, 'text/plain; version=0.0.4; charset=utf-8');
 });
 
-test('STABLE metrics carry no level prefix; HELP escapes backslash and newline', () => {
+test('STABLE metrics carry their level prefix, INTERNAL none; HELP escapes backslash and newline', () => {
   const r = new Registry();
   r.gauge({ name: 'g', help: 'a\\b\nc', stabilityLevel: 'STABLE' }).set(1);
-  assert.equal(r.metricsText(), '# HELP g a\\\\b\\nc\n# TYPE g gauge\ng 1\n');
+  r.gauge({ name: 'h', help: 'internal', stabilityLevel: 'INTERNAL' }).set(2);
+  assert.equal(r.metricsText(), '# HELP g [STABLE] a\\\\b\\nc\n# TYPE g gauge\ng 1\n# HELP h internal\n# TYPE h gauge\nh 2\n');
 });
 
 test('histogram buckets are cumulative with le last and +Inf, then _sum and _count', () => {
