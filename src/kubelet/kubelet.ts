@@ -85,7 +85,6 @@ export class Kubelet {
   private running = false;
   private lastSyncLoopIteration = 0;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
-  plegDiscardedEvents = 0;
   readonly manifestErrors: ManifestError[] = [];
 
   constructor(opts: KubeletOptions) {
@@ -158,7 +157,6 @@ export class Kubelet {
       clock: this.clock,
       log: this.log,
       emit: (e) => this.enqueuePlegEvent(e),
-      onDiscard: () => { this.plegDiscardedEvents++; },
       metrics: createPlegMetrics(this.metrics),
       featureGates: config.featureGates,
     });

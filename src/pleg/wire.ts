@@ -7,6 +7,7 @@
 
 import {
   CONTAINER_STATE_NAMES,
+  type RecordState,
   SANDBOX_STATE_NAMES,
   hashBytes,
   type RecordStore,
@@ -178,11 +179,20 @@ export function emptyListStats(): ListDecodeStats {
   return { items: 0, created: 0, foreign: 0, bytes: 0, decodeMs: 0 };
 }
 
+/** How one list response names its items: the state field and the record to create for a new id. */
+interface ListShape {
+  stateField: number;
+  stateNames: readonly RecordState[];
+  unknownState: RecordState;
+  create: typeof newContainer;
+}
+
 /**
- * Marks every container of a ListContainersResponse in the store as listed in generation
- * `gen` with its state; creates records (state non-existent) for ids it does not know.
+ * Marks every item of a list response in the store as listed in generation `gen` with its
+ * state; creates records (state non-existent) for ids it does not know. Only the id and the
+ * state are read for a known id.
  */
-export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
+function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, shape: ListShape): void {
   const t0 = performance.now();
   const r = new Reader(buf);
   stats.bytes += buf.length;
@@ -204,7 +214,7 @@ export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number
         idEnd = r.lenEnd();
         idStart = r.pos;
         r.pos = idEnd;
-      } else if (field === 6 && (t & 7) === WIRE_VARINT) {
+      } else if (field === shape.stateField && (t & 7) === WIRE_VARINT) {
         state = r.varint32();
       } else {
         r.skip(t & 7);
@@ -214,18 +224,23 @@ export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number
     if (idStart >= 0) {
       const hash = hashBytes(buf, idStart, idEnd);
       const rec = store.findBytes(buf, idStart, idEnd, hash);
-      const listed = CONTAINER_STATE_NAMES[state] ?? 'CONTAINER_UNKNOWN';
+      const listed = shape.stateNames[state] ?? shape.unknownState;
       if (rec) {
         rec.listGen = gen;
         rec.listState = listed;
       } else {
         r.pos = start;
-        newContainer(r, end, store, gen, listed, hash, idStart, idEnd, stats);
+        shape.create(r, end, store, gen, listed, hash, idStart, idEnd, stats);
       }
     }
     r.pos = end;
   }
   stats.decodeMs += performance.now() - t0;
+}
+
+/** ListContainersResponse into the store (Container.state is field 6). */
+export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
+  decodeList(buf, store, gen, stats, CONTAINER_LIST);
 }
 
 function newContainer(
@@ -303,51 +318,9 @@ function newContainer(
   stats.created++;
 }
 
-/** ListPodSandboxResponse into the store, as decodeContainerList. */
+/** ListPodSandboxResponse into the store (PodSandbox.state is field 3). */
 export function decodeSandboxList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
-  const t0 = performance.now();
-  const r = new Reader(buf);
-  stats.bytes += buf.length;
-  while (r.pos < buf.length) {
-    const tag = r.varint32();
-    if (tag !== ((1 << 3) | WIRE_LEN)) {
-      r.skip(tag & 7);
-      continue;
-    }
-    const end = r.lenEnd();
-    const start = r.pos;
-    let idStart = -1;
-    let idEnd = -1;
-    let state = 0;
-    while (r.pos < end) {
-      const t = r.varint32();
-      const field = t >>> 3;
-      if (field === 1 && (t & 7) === WIRE_LEN) {
-        idEnd = r.lenEnd();
-        idStart = r.pos;
-        r.pos = idEnd;
-      } else if (field === 3 && (t & 7) === WIRE_VARINT) {
-        state = r.varint32();
-      } else {
-        r.skip(t & 7);
-      }
-    }
-    stats.items++;
-    if (idStart >= 0) {
-      const hash = hashBytes(buf, idStart, idEnd);
-      const rec = store.findBytes(buf, idStart, idEnd, hash);
-      const listed = SANDBOX_STATE_NAMES[state] ?? 'SANDBOX_NOTREADY';
-      if (rec) {
-        rec.listGen = gen;
-        rec.listState = listed;
-      } else {
-        r.pos = start;
-        newSandbox(r, end, store, gen, listed, hash, idStart, idEnd, stats);
-      }
-    }
-    r.pos = end;
-  }
-  stats.decodeMs += performance.now() - t0;
+  decodeList(buf, store, gen, stats, SANDBOX_LIST);
 }
 
 export interface SandboxMeta {
@@ -450,3 +423,6 @@ function newSandbox(
   rec.listState = state;
   stats.created++;
 }
+
+const CONTAINER_LIST: ListShape = { stateField: 6, stateNames: CONTAINER_STATE_NAMES, unknownState: 'CONTAINER_UNKNOWN', create: newContainer };
+const SANDBOX_LIST: ListShape = { stateField: 3, stateNames: SANDBOX_STATE_NAMES, unknownState: 'SANDBOX_NOTREADY', create: newSandbox };
