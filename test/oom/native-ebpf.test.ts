@@ -44,16 +44,20 @@ describe('eBPF OOM source', () => {
 
   it('without privileges does not load, and says it needs root', async () => {
     const expected = await ebpfBuildExpected();
-    // A world-readable copy, so an unprivileged process can load the addon wherever the tree is.
+    // World-readable copies of the addon and of this node binary, so an unprivileged process
+    // can run them wherever the tree (and a node from npm inside it) is checked out.
     const dir = await mkdtemp(join(tmpdir(), 'kts-oom-nobody-'));
     try {
       await chmod(dir, 0o755);
       const copy = join(dir, 'kubelet_ts_native.node');
       await copyFile(addonPath(), copy);
       await chmod(copy, 0o755);
+      const node = join(dir, 'node');
+      await copyFile(process.execPath, node);
+      await chmod(node, 0o755);
       const script = 'const a = require(process.argv[1]); const h = new a.OomWatcherHandle(() => {}); process.stdout.write(JSON.stringify(h.startEbpf())); h.close();';
       const out = await new Promise<string>((resolve, reject) => {
-        execFile(process.execPath, ['-e', script, copy], { uid: 65534, gid: 65534, cwd: '/' }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
+        execFile(node, ['-e', script, copy], { uid: 65534, gid: 65534, cwd: '/' }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)));
       });
       const r = JSON.parse(out) as { ok: boolean; reason?: string };
       assert.equal(r.ok, false);
