@@ -31,6 +31,8 @@ import { PodWorkers } from './pod-workers.js';
 import { WorkQueue } from './work-queue.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
+import { podDir } from '../util/safe-path.js';
+import { buildPodLogsDirectory } from '../runtime/sandbox-config.js';
 
 /** upstream: housekeepingPeriod. */
 const HOUSEKEEPING_PERIOD_MS = 2_000;
@@ -363,8 +365,9 @@ export class Kubelet {
     this.statusManager.setPodStatus(pod, status);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
 
-    await mkdir(join(this.flags.rootDir, 'pods', uid, 'containers'), { recursive: true });
-    await mkdir(join(this.flags.rootDir, 'pods', uid, 'volumes'), { recursive: true });
+    const dir = podDir(this.flags.rootDir, uid);
+    await mkdir(join(dir, 'containers'), { recursive: true });
+    await mkdir(join(dir, 'volumes'), { recursive: true });
     const result = await this.runtime.syncPod(pod, rs);
     this.reasonCache.set(uid, result.startFailures);
     await this.collectDeadContainers(pod, rs);
@@ -410,10 +413,10 @@ export class Kubelet {
       for (const c of fresh.containerStatuses) this.oom?.unwatch(c.id);
       this.statusManager.deletePodStatus(uid);
       this.reasonCache.delete(uid);
-      await rm(join(this.flags.rootDir, 'pods', uid), { recursive: true, force: true });
-      const ns = fresh.namespace || pod.metadata.namespace;
-      const name = fresh.name || pod.metadata.name;
-      await rm(join(this.config.podLogsDir, `${ns}_${name}_${uid}`), { recursive: true, force: true });
+      await rm(podDir(this.flags.rootDir, uid), { recursive: true, force: true });
+      const ns = fresh.namespace || pod.metadata.namespace || '';
+      const name = fresh.name || pod.metadata.name || '';
+      await rm(buildPodLogsDirectory(this.config.podLogsDir, ns, name, uid), { recursive: true, force: true });
     }
     // Remove the pod cgroup wherever it is (the QoS class may be unknown for an orphan).
     for (const [cgUID, name] of await this.cgroups.listPodCgroups()) {

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { posix } from 'node:path';
+import { confinedJoin } from '../util/safe-path.js';
 import type { Container, Pod, ResourceList, SecurityContext } from '../api/types.js';
 import type {
   Capability,
@@ -77,7 +78,7 @@ export interface ContainerConfigOptions extends LinuxResourceOptions {
 
 /** `<podLogsDir>/<namespace>_<name>_<uid>/<container>` (upstream BuildContainerLogsDirectory). */
 export function buildContainerLogsDirectory(podLogsDir: string, namespace: string, name: string, uid: string, containerName: string): string {
-  return posix.join(buildPodLogsDirectory(podLogsDir, namespace, name, uid), containerName);
+  return confinedJoin(buildPodLogsDirectory(podLogsDir, namespace, name, uid), containerName);
 }
 
 /** `<container>/<restartCount>.log`, relative to the sandbox's log directory (upstream buildContainerLogsPath). */
@@ -87,7 +88,7 @@ export function buildContainerLogsPath(containerName: string, restartCount: numb
 
 /** `<rootDir>/pods/<uid>/containers/<name>` (upstream getPodContainerDir). */
 export function podContainerDir(rootDir: string, podUID: string, containerName: string): string {
-  return posix.join(rootDir, 'pods', podUID, 'containers', containerName);
+  return confinedJoin(rootDir, 'pods', podUID, 'containers', containerName);
 }
 
 /**

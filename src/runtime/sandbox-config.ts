@@ -2,6 +2,7 @@
 // generatePodSandboxConfig, kuberuntime_sandbox_linux.go, kuberuntime/util NamespacesForPod).
 
 import { posix } from 'node:path';
+import { confinedJoin } from '../util/safe-path.js';
 import type { Container, Pod } from '../api/types.js';
 import type {
   DNSConfig,
@@ -36,7 +37,7 @@ export interface SandboxConfigOptions extends LinuxResourceOptions {
 
 /** `<podLogsDir>/<namespace>_<name>_<uid>` (upstream BuildPodLogsDirectory). */
 export function buildPodLogsDirectory(podLogsDir: string, namespace: string, name: string, uid: string): string {
-  return posix.join(podLogsDir, `${namespace}_${name}_${uid}`);
+  return confinedJoin(podLogsDir, `${namespace}_${name}_${uid}`);
 }
 
 /** The pod's network, PID and IPC namespaces (upstream NamespacesForPod). */

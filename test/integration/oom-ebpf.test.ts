@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { defaultAddonPath } from '../../src/native.js';
-import { collectingHandle, ebpfBuildExpected, realNative } from './helpers.js';
+import { collectingHandle, ebpfBuildExpected, realNative } from '../oom/helpers.js';
 
 function addonPath(): string {
   const p = process.env.KTS_NATIVE_ADDON || defaultAddonPath();
