@@ -4,12 +4,11 @@
 // Callers build such paths only through these functions before any mkdir, write or rm.
 
 import { isAbsolute, posix } from 'node:path';
+import { KubeletError } from './errors.js';
 
-export class PathEscapeError extends Error {
-  readonly code = 'ERR_PATH_ESCAPE';
+export class PathEscapeError extends KubeletError {
   constructor(readonly root: string, readonly component: string, why: string) {
-    super(`refusing path component ${JSON.stringify(component)} under ${root}: ${why}`);
-    this.name = 'PathEscapeError';
+    super('ERR_PATH_ESCAPE', `refusing path component ${JSON.stringify(component)} under ${root}: ${why}`);
   }
 }
 

@@ -1,0 +1,16 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { confinedJoin, podDir, PathEscapeError } from '../../src/util/safe-path.js';
+import { isKubeletError } from '../../src/util/errors.js';
+
+test('confinedJoin keeps plain components under the root', () => {
+  assert.equal(confinedJoin('/var/lib/kubelet', 'pods', 'abc-123'), '/var/lib/kubelet/pods/abc-123');
+  assert.equal(podDir('/var/lib/kubelet/', 'u1'), '/var/lib/kubelet/pods/u1');
+});
+
+test('confinedJoin refuses components that leave the root', () => {
+  for (const bad of ['..', '.', '../../victim', 'a/b', '', 'x\0y', '/etc', 'a'.repeat(256)]) {
+    assert.throws(() => podDir('/var/lib/kubelet', bad), (e: unknown) => e instanceof PathEscapeError && isKubeletError(e, 'ERR_PATH_ESCAPE'), `component ${JSON.stringify(bad)}`);
+  }
+  assert.throws(() => confinedJoin('relative/root', 'x'), PathEscapeError);
+});
