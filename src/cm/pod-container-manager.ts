@@ -6,7 +6,7 @@ import { mkdir, readdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod, QOSClass } from '../api/types.js';
 import { getPodQOS } from '../api/qos.js';
-import { allHierarchies, cgroupDir, cgroupMode, type CgroupMounts } from '../stats/cgroup-paths.js';
+import { allHierarchies, cgroupDir, cgroupMode, type CgroupMounts } from '../cgroups/index.js';
 import { podCgroupResources } from '../runtime/resources.js';
 import type { Logger } from '../util/log.js';
 

@@ -13,7 +13,7 @@ import { OomWatcher } from '../../src/oom/oom-watcher.js';
 import type { OomEvent } from '../../src/oom/types.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../src/runtime/cri-types.js';
-import { cgroupRefFor, discoverCgroupMounts } from '../../src/stats/cgroup-paths.js';
+import { cgroupRefFor, discoverCgroupMounts } from '../../src/cgroups/index.js';
 import { createLogger, setLogSink } from '../../src/util/log.js';
 import { removeCgroupDir, waitUntil } from '../fixtures/oom-cgroup.js';
 import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
