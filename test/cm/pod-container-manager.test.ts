@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import fc from 'fast-check';
 
 import type { Pod } from '../../src/api/types.js';
 import { PodCgroupError, PodContainerManager } from '../../src/cm/pod-container-manager.js';
@@ -185,5 +186,22 @@ describe('pod cgroups', () => {
       assert.ok(existsSync(join(h.root, 'unified', 'kts', 'kubepods', 'besteffort', 'podu-6', 'cpu.weight')));
       await assert.rejects(m.remove('/kubepods/besteffort/podu-6'), PodCgroupError);
     });
+  });
+});
+
+describe('pod cgroup names from any UID', () => {
+  it('either refuse the UID or stay one component below the QoS cgroup (fast-check)', () => {
+    const m = new PodContainerManager({ mounts: { v1: {}, unified: { mountPoint: '/sys/fs/cgroup', root: '/' } }, cgroupRoot: '', log: createLogger() });
+    const pieces = fc.constantFrom('/', '..', '.', '\0', 'a', '-', '%2e', '\\', ' ');
+    const uid = fc.oneof(fc.string(), fc.array(pieces, { maxLength: 8 }).map((a) => a.join('')));
+    fc.assert(fc.property(uid, (u) => {
+      let name: string;
+      try {
+        name = m.podCgroupName(bestEffort(u));
+      } catch (e) {
+        return e instanceof PathEscapeError;
+      }
+      return name === `/kubepods/besteffort/pod${u}` && !u.includes('/') && u !== '.' && u !== '..' && u !== '';
+    }), { numRuns: 5000 });
   });
 });
