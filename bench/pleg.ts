@@ -502,7 +502,7 @@ async function realContainerd(podsWanted: number, relists: number, log: (l: stri
   const { generatePodSandboxConfig } = await import('../src/runtime/sandbox-config.js');
   const { generateContainerConfig, containerLogsDirectory } = await import('../src/runtime/container-config.js');
   const { PodContainerManager } = await import('../src/cm/pod-container-manager.js');
-  const { discoverCgroupMounts } = await import('../src/stats/cgroup-paths.js');
+  const { discoverCgroupMounts } = await import('../src/cgroups/index.js');
   const cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 120_000 });
   const quiet = createLogger();
   const cgroups = new PodContainerManager({ mounts: await discoverCgroupMounts(), cgroupRoot: '', log: quiet });

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { findPackageRoot } from '../src/native.js';
 import { createNativeCgroupReader, type NativeCgroupReader } from '../src/stats/cgroup-native-reader.js';
 import { FsCgroupReader } from '../src/stats/cgroup-fs-reader.js';
-import { cgroupFilesFor } from '../src/stats/cgroup-paths.js';
+import { cgroupFilesFor } from '../src/stats/cgroup-sample.js';
 import type { CgroupRef } from '../src/stats/cgroup-sample.js';
 import { generateCgroupTree, removeCgroupTree } from '../test/fixtures/cgroup-tree.js';
 

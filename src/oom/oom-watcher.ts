@@ -8,7 +8,7 @@ import { stat } from 'node:fs/promises';
 import type { OomWatcherMode } from '../config/kubelet-config.js';
 import type { Counter, Registry } from '../metrics/registry.js';
 import { loadNative } from '../native.js';
-import type { CgroupRef } from '../stats/cgroup-sample.js';
+import type { CgroupRef } from '../cgroups/ref.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { isUnderKubepods, parsePodCgroupPath } from './attribution.js';

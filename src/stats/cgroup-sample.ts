@@ -3,28 +3,10 @@
 // native/cgroup_reader.cc keeps the same tables; the native loader compares the
 // addon's fieldNames() with CGROUP_FIELD_NAMES and refuses a mismatching build.
 
-/** One cgroup to read. v2: one directory. v1: one directory per controller hierarchy. */
-export type CgroupRef = CgroupV2Ref | CgroupV1Ref;
+import type { CgroupRef } from '../cgroups/ref.js';
 
-export interface CgroupV2Ref {
-  readonly version: 2;
-  /** The cgroup's directory in the unified hierarchy. */
-  readonly dir: string;
-}
-
-export interface CgroupV1Ref {
-  readonly version: 1;
-  readonly cpu?: string;
-  readonly cpuacct?: string;
-  readonly memory?: string;
-  readonly pids?: string;
-  readonly blkio?: string;
-  /**
-   * Hybrid hosts: the same cgroup in the cgroup2 mount, read for the PSI files only. Unlike
-   * the controller dirs, its absence leaves PSI absent instead of making the cgroup missing.
-   */
-  readonly unified?: string;
-}
+// The ref types live with cgroup discovery; re-exported for the readers' callers.
+export type { CgroupRef, CgroupV1Ref, CgroupV2Ref } from '../cgroups/ref.js';
 
 /** Where a file lives: the unified directory, or one v1 controller directory. */
 export type CgroupSlot = 'unified' | 'cpu' | 'cpuacct' | 'memory' | 'pids' | 'blkio';
@@ -362,6 +344,11 @@ export function filesOfRef(ref: CgroupRef): Array<readonly [CgroupFileSpec, stri
     if (dir) out.push([spec, dir]);
   }
   return out;
+}
+
+/** The files the readers open for a ref, in reading order. */
+export function cgroupFilesFor(ref: CgroupRef): string[] {
+  return filesOfRef(ref).map(([spec, dir]) => `${dir}/${spec.name}`);
 }
 
 /** Throws a TypeError naming the entry when a ref cannot be read at all. */

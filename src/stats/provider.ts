@@ -12,7 +12,7 @@ import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
 import { createNativeCgroupReader } from './cgroup-native-reader.js';
-import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from './cgroup-paths.js';
+import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../cgroups/index.js';
 import type { CgroupReader, CgroupRef, CgroupSampleBatch, CgroupV1Ref } from './cgroup-sample.js';
 import { buildCriPodStats, fetchCriStats, type CriStatsSource } from './cri-backend.js';
 import { NodeStatsReader, fsStatsOf } from './node-stats.js';

@@ -12,7 +12,7 @@ import { CriClient } from '../../src/runtime/cri-client.js';
 import { RuntimeManager, type PodSyncResult } from '../../src/runtime/runtime-manager.js';
 import type { RuntimePodStatus } from '../../src/runtime/types.js';
 import { ImageManager } from '../../src/images/image-manager.js';
-import { discoverCgroupMounts } from '../../src/stats/cgroup-paths.js';
+import { discoverCgroupMounts } from '../../src/cgroups/index.js';
 import { PodContainerManager } from '../../src/cm/pod-container-manager.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { createLogger, setLogSink } from '../../src/util/log.js';

@@ -1,5 +1,9 @@
-// Real OOM kills in a memory-limited cgroup v1 made by the test, seen by the eventfd source and
-// by the eBPF source with the victim's pid and the cgroup's inode. Needs root.
+// Real OOM kills in a memory-limited cgroup made by the test, seen by the per-cgroup source
+// (eventfd on a v1 memory cgroup, inotify on a v2 one's memory.events) and by the eBPF source
+// with the victim's pid and the cgroup's inode. Needs root. The cgroup goes wherever the
+// machine has its memory controller (test/fixtures/oom-cgroup.ts): on the hybrid hosts these
+// tests run on that is v1, so the v2 branches below do not run here; the v2 inotify path is
+// covered on synthetic memory.events files (oom-watch-churn, test/oom).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -34,13 +38,14 @@ function nextOom(w: OomWatcher, pred: (e: OomEvent) => boolean, what: string, ti
   });
 }
 
-describe('real OOM kills in a cgroup v1 memory cgroup', () => {
-  it('the eventfd source and the eBPF source both report the victim pid and the cgroup inode', async () => {
+describe('real OOM kills in a memory cgroup', () => {
+  it('the per-cgroup source and the eBPF source both report the victim pid and the cgroup inode', async () => {
     setLogSink(() => {});
     const native = realNative();
     const logger = createLogger();
     const expectEbpf = await ebpfBuildExpected();
     const cg = await createMemoryCgroup(LIMIT);
+    const perCgroup = cg.version === 1 ? 'eventfd' : 'inotify';
     const registry = new Registry();
     const viaCgroup = new OomWatcher({ mode: 'cgroup', native, logger, registry });
     const viaEbpf = new OomWatcher({ mode: expectEbpf.expected ? 'ebpf' : 'auto', native, logger });
@@ -56,10 +61,11 @@ describe('real OOM kills in a cgroup v1 memory cgroup', () => {
         assert.ok(ebpfStatus.sources.includes('eventfd'));
       }
       for (const w of [viaCgroup, viaEbpf]) {
-        const r = await w.watchContainer('pod-v1', 'alloc', 'cid-v1', { version: 1, memory: cg.dir });
+        const r = await w.watchContainer('pod-v1', 'alloc', 'cid-v1', cg.ref);
         assert.equal(r.inode, cg.inode);
+        if (w === viaCgroup) assert.equal(r.watch, perCgroup);
       }
-      const fromEventfd = nextOom(viaCgroup, (e) => e.containerID === 'cid-v1', 'eventfd');
+      const fromEventfd = nextOom(viaCgroup, (e) => e.containerID === 'cid-v1', perCgroup);
       const fromEbpf = nextOom(viaEbpf, (e) => e.cgroupInode === cg.inode, 'eBPF');
       // Awaited below; marked handled so an early failure does not leave them unhandled.
       fromEventfd.catch(() => undefined);
@@ -70,20 +76,23 @@ describe('real OOM kills in a cgroup v1 memory cgroup', () => {
       assert.equal(await readOomKill(cg.dir), 1);
 
       const ev = await fromEventfd;
-      assert.equal(ev.source, 'eventfd');
+      assert.equal(ev.source, perCgroup);
       assert.equal(ev.scope, 'container');
       assert.equal(ev.podUID, 'pod-v1');
       assert.equal(ev.containerName, 'alloc');
       assert.equal(ev.count, 1);
-      assert.equal(ev.pid, alloc.pid);
-      assert.equal(ev.comm, 'oom-alloc');
+      if (cg.version === 1 || ev.pid !== undefined) {
+        // v2 names the victim from the kernel's OOM report, which the kernel may rate-limit.
+        assert.equal(ev.pid, alloc.pid);
+        assert.equal(ev.comm, 'oom-alloc');
+      }
       assert.equal(ev.cgroupInode, cg.inode);
       assert.equal(viaCgroup.oomCounts().get('cid-v1'), 1);
       assert.match(registry.metricsText(), /^container_oom_events_total\{container="alloc",id="cid-v1",namespace="",pod=""\} 1$/m);
 
       const eb = await fromEbpf;
-      assert.equal(eb.source, expectEbpf.expected ? 'ebpf' : 'eventfd');
-      assert.equal(eb.pid, alloc.pid);
+      assert.equal(eb.source, expectEbpf.expected ? 'ebpf' : perCgroup);
+      if (expectEbpf.expected || cg.version === 1 || eb.pid !== undefined) assert.equal(eb.pid, alloc.pid);
       assert.equal(eb.containerID, 'cid-v1');
       assert.equal(eb.cgroupInode, cg.inode);
       if (expectEbpf.expected) {

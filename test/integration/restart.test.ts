@@ -4,11 +4,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerStatus, Pod } from '../../src/api/types.js';
+import { cgroupDir, discoverCgroupMounts, memoryHierarchy } from '../../src/cgroups/index.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
 import { ensureRuntime, repoRoot, type TestRuntime } from '../fixtures/runtime.js';
 import { startKubelet, waitFor, type KubeletProcess } from '../fixtures/kubelet-process.js';
@@ -73,6 +74,12 @@ describe('restarts of kubelet-ts and of the runtime', () => {
     const sandboxes = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': steady.metadata.uid! } });
     assert.deepEqual(sandboxes.map((s) => s.id), [sandbox!.id], 'no second sandbox');
     assert.equal((await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': steady.metadata.uid! } })).length, 1);
+    // The adopted pod keeps its cgroup with the container in it (a BestEffort pod), in the memory
+    // hierarchy this machine has (v1 here; the unified one on a v2 host).
+    const mem = memoryHierarchy(await discoverCgroupMounts());
+    assert.ok(mem, 'this machine has a memory controller');
+    const podCgroup = cgroupDir(mem.mount, `/kubepods/besteffort/pod${steady.metadata.uid}`);
+    await access(join(podCgroup, steadyID!.replace('containerd://', '')));
 
     // The crash-looping pod keeps its count, and its backoff is not reset to an immediate restart.
     const again = await waitFor(async () => { const p = await get('crashy'); return main(p)?.state.waiting?.reason === 'CrashLoopBackOff' ? p : undefined; }, WAIT, 'crashy in CrashLoopBackOff');

@@ -2,9 +2,10 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { access, readdir, rm, writeFile } from 'node:fs/promises';
+import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
+import { allHierarchies, cgroupDir, discoverCgroupMounts, memoryHierarchy } from '../../src/cgroups/index.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
 import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
 import { startKubelet, waitFor, type KubeletProcess } from '../fixtures/kubelet-process.js';
@@ -98,10 +99,17 @@ describe('static pods on containerd', () => {
     assert.ok(sb.network?.ip, 'bridge network assigned an IP');
     assert.equal(pod.status?.podIP, sb.network!.ip);
 
-    // The container runs in the pod cgroup kubelet-ts made, with the limit it set.
-    const cg = `/sys/fs/cgroup/memory/kubepods/pod${pod.metadata.uid}`;
+    // The container runs in the pod cgroup kubelet-ts made, with the limit it set, in the
+    // memory hierarchy this machine has: v1 memory.limit_in_bytes (v1 and hybrid hosts, as
+    // here), else v2 memory.max in the unified one (not runnable on this hybrid machine; the
+    // v2 writes are unit-tested on generated trees in test/cm).
+    const mem = memoryHierarchy(await discoverCgroupMounts());
+    assert.ok(mem, 'this machine has a memory controller');
+    const cg = cgroupDir(mem.mount, `/kubepods/pod${pod.metadata.uid}`);
     assert.ok(await exists(cg), `pod cgroup ${cg} exists`);
     assert.ok(await exists(join(cg, c.id)), 'container cgroup sits under the pod cgroup');
+    const limitFile = mem.version === 1 ? 'memory.limit_in_bytes' : 'memory.max';
+    assert.equal((await readFile(join(cg, limitFile), 'utf8')).trim(), String(32 * 1024 * 1024), `${limitFile} of the pod cgroup`);
 
     // Env literal and the downward API made it into the container.
     const exec = await cri.execSync(c.id, ['sh', '-c', 'echo $GREETING'], 10);
@@ -136,10 +144,13 @@ describe('static pods on containerd', () => {
     await waitFor(async () => !(await podNamed('alpha')), WAIT, 'alpha to leave /pods');
     await waitFor(async () => (await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid } })).length === 0, WAIT, 'the sandbox to be removed');
     assert.equal((await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': uid } })).length, 0);
+    // Gone from every hierarchy the machine mounts (v1 controllers, the unified one, or both).
+    const hierarchies = allHierarchies(await discoverCgroupMounts());
+    assert.ok(hierarchies.length > 0);
     await waitFor(async () => {
-      for (const ctl of ['memory', 'cpu', 'cpuacct', 'pids', 'cpuset', 'blkio', 'devices', 'freezer']) {
+      for (const m of hierarchies) {
         for (const qos of ['', 'burstable/', 'besteffort/']) {
-          if (await exists(`/sys/fs/cgroup/${ctl}/kubepods/${qos}pod${uid}`)) return false;
+          if (await exists(cgroupDir(m, `/kubepods/${qos}pod${uid}`))) return false;
         }
       }
       return true;

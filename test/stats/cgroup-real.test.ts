@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { createNativeCgroupReader } from '../../src/stats/cgroup-native-reader.js';
 import { FsCgroupReader } from '../../src/stats/cgroup-fs-reader.js';
-import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../../src/stats/cgroup-paths.js';
+import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../../src/cgroups/index.js';
 import { CGROUP_MISSING, CGROUP_OK, type CgroupRef, type CgroupSampleBatch } from '../../src/stats/cgroup-sample.js';
 
 const native = createNativeCgroupReader();

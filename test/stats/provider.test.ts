@@ -19,7 +19,7 @@ import type {
 } from '../../src/runtime/cri-types.js';
 import { CriError } from '../../src/runtime/cri-errors.js';
 import { FsCgroupReader } from '../../src/stats/cgroup-fs-reader.js';
-import type { CgroupMounts } from '../../src/stats/cgroup-paths.js';
+import type { CgroupMounts } from '../../src/cgroups/index.js';
 import type { CgroupReader, CgroupRef, CgroupSampleBatch } from '../../src/stats/cgroup-sample.js';
 import { buildCriPodStats, fetchCriStats, type CriStatsSource } from '../../src/stats/cri-backend.js';
 import { parseLoadavgTasks, parseMeminfo, parseProcStat } from '../../src/stats/node-stats.js';

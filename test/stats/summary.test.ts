@@ -9,7 +9,7 @@ import path from 'node:path';
 
 import { FsCgroupReader } from '../../src/stats/cgroup-fs-reader.js';
 import { createNativeCgroupReader } from '../../src/stats/cgroup-native-reader.js';
-import type { CgroupMounts } from '../../src/stats/cgroup-paths.js';
+import type { CgroupMounts } from '../../src/cgroups/index.js';
 import type { CgroupFieldName, CgroupFieldValue, CgroupRef } from '../../src/stats/cgroup-sample.js';
 import { statsCgroupRef } from '../../src/stats/provider.js';
 import {

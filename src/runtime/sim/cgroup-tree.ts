@@ -6,7 +6,7 @@
 
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cgroupRefFor, V1_CONTROLLERS, type CgroupMounts } from '../../stats/cgroup-paths.js';
+import { cgroupRefFor, V1_CONTROLLERS, type CgroupMounts } from '../../cgroups/index.js';
 import { filesOfRef, type CgroupFileSpec, type CgroupRef } from '../../stats/cgroup-sample.js';
 
 export interface SimCgroupTreeOptions {

@@ -1,14 +1,13 @@
-// Where cgroups live: the cgroup mounts of this host (v1 controller hierarchies, the v2
-// unified mount, or both on hybrid hosts) and, for a cgroup path such as
-// /kubepods/burstable/pod<uid>/<container-id>, the directories and files to read.
+// The cgroup mounts of this host: v1 controller hierarchies, the v2 unified mount, or both on
+// hybrid hosts. Discovery reads /proc/self/mountinfo once per process (per mountinfo path):
+// the kubelet, the pod cgroup manager and the stats provider all ask at start-up.
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 
-import { filesOfRef, type CgroupRef, type CgroupV1Ref } from './cgroup-sample.js';
-
-/** The v1 controllers the readers use (cpu and cpuacct may be mounted apart or together). */
+/** The v1 controllers the readers and the pod cgroup manager use (cpu and cpuacct may share a mount). */
 export const V1_CONTROLLERS = ['cpu', 'cpuacct', 'memory', 'pids', 'blkio'] as const;
 export type V1Controller = (typeof V1_CONTROLLERS)[number];
+
+export const DEFAULT_MOUNTINFO = '/proc/self/mountinfo';
 
 export interface CgroupMount {
   /** Where the hierarchy is mounted, e.g. /sys/fs/cgroup/memory. */
@@ -49,6 +48,8 @@ function unescapeMountField(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
 }
 
+const NOT_A_HIERARCHY = ['rw', 'ro', 'noprefix', 'clone_children', 'xattr'];
+
 /** The cgroup mounts in /proc/<pid>/mountinfo text. The first mount of a hierarchy wins. */
 export function parseMountInfo(text: string): CgroupMounts {
   const mounts: CgroupMounts = { v1: {}, otherV1: {} };
@@ -66,44 +67,33 @@ export function parseMountInfo(text: string): CgroupMounts {
     } else if (fstype === 'cgroup') {
       for (const opt of right[2]!.split(',')) {
         if ((V1_CONTROLLERS as readonly string[]).includes(opt)) mounts.v1[opt as V1Controller] ??= mount;
-        else if (!['rw', 'ro', 'noprefix', 'clone_children', 'xattr'].includes(opt) && !opt.startsWith('release_agent=')) mounts.otherV1![opt] ??= mount;
+        else if (!NOT_A_HIERARCHY.includes(opt) && !opt.startsWith('release_agent=')) mounts.otherV1![opt] ??= mount;
       }
     }
   }
   return mounts;
 }
 
-/** Reads and parses this process's mountinfo. */
-export async function discoverCgroupMounts(mountinfoPath = '/proc/self/mountinfo'): Promise<CgroupMounts> {
-  return parseMountInfo(await readFile(mountinfoPath, 'utf8'));
-}
-
-/** The directory of an absolute cgroup path in a hierarchy, honouring the mount's root. */
-export function cgroupDir(mount: CgroupMount, cgroupPath: string): string {
-  const abs = path.posix.normalize('/' + cgroupPath);
-  let rel = abs;
-  if (mount.root !== '/' && (abs === mount.root || abs.startsWith(mount.root + '/'))) rel = abs.slice(mount.root.length);
-  return path.posix.join(mount.mountPoint, rel);
-}
+const discovered = new Map<string, Promise<CgroupMounts>>();
 
 /**
- * The ref for a cgroup path. Any v1 controller mounted → a v1 ref (controller dirs, plus
- * the unified dir on hybrid hosts for PSI); only cgroup2 → a v2 ref.
+ * The cgroup mounts of this process, read from `mountinfoPath` once: later callers share the
+ * first read (mounts do not move under a running kubelet). A failed read is not kept.
  */
-export function cgroupRefFor(mounts: CgroupMounts, cgroupPath: string): CgroupRef {
-  const mode = cgroupMode(mounts);
-  if (mode === 'none') throw new Error('no cgroup hierarchy is mounted');
-  if (mode === 'v2') return { version: 2, dir: cgroupDir(mounts.unified!, cgroupPath) };
-  const ref: { -readonly [K in keyof CgroupV1Ref]: CgroupV1Ref[K] } = { version: 1 };
-  for (const c of V1_CONTROLLERS) {
-    const m = mounts.v1[c];
-    if (m) ref[c] = cgroupDir(m, cgroupPath);
+export function discoverCgroupMounts(mountinfoPath: string = DEFAULT_MOUNTINFO): Promise<CgroupMounts> {
+  let p = discovered.get(mountinfoPath);
+  if (!p) {
+    p = readFile(mountinfoPath, 'utf8').then(parseMountInfo);
+    p.catch(() => {
+      if (discovered.get(mountinfoPath) === p) discovered.delete(mountinfoPath);
+    });
+    discovered.set(mountinfoPath, p);
   }
-  if (mounts.unified) ref.unified = cgroupDir(mounts.unified, cgroupPath);
-  return ref;
+  return p;
 }
 
-/** The files the readers open for a ref, in reading order. */
-export function cgroupFilesFor(ref: CgroupRef): string[] {
-  return filesOfRef(ref).map(([spec, dir]) => `${dir}/${spec.name}`);
+/** Forgets what discovery read (tests that rewrite a mountinfo file; all paths when none is given). */
+export function forgetCgroupMounts(mountinfoPath?: string): void {
+  if (mountinfoPath === undefined) discovered.clear();
+  else discovered.delete(mountinfoPath);
 }

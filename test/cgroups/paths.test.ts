@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cgroupDir, cgroupFilesFor, cgroupMode, cgroupRefFor, parseMountInfo } from '../../src/stats/cgroup-paths.js';
+import { cgroupDir, cgroupDirUnder, cgroupMode, cgroupRefFor, memoryHierarchy, NoCgroupMountError, parseMountInfo } from '../../src/cgroups/index.js';
+import { PathEscapeError } from '../../src/util/safe-path.js';
+import { cgroupFilesFor } from '../../src/stats/cgroup-sample.js';
 
 const HYBRID = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu
@@ -71,5 +73,20 @@ test('escaped mount points and non-root mount roots', () => {
 test('no cgroup mounts → mode none, refFor throws', () => {
   const m = parseMountInfo('22 1 8:1 / / rw - ext4 /dev/sda1 rw\ngarbage line\n');
   assert.equal(cgroupMode(m), 'none');
-  assert.throws(() => cgroupRefFor(m, '/x'), /no cgroup hierarchy/);
+  assert.throws(() => cgroupRefFor(m, '/x'), (e: unknown) => e instanceof NoCgroupMountError && e.code === 'ERR_NO_CGROUP_MOUNT' && /no cgroup hierarchy/.test(e.message));
+  assert.equal(memoryHierarchy(m), undefined);
+});
+
+test('memory lives in the v1 memory hierarchy when there is one, else in the unified one', () => {
+  assert.deepEqual(memoryHierarchy(parseMountInfo(HYBRID)), { mount: { mountPoint: '/sys/fs/cgroup/memory', root: '/' }, version: 1 });
+  const v2 = parseMountInfo('25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n');
+  assert.deepEqual(memoryHierarchy(v2), { mount: { mountPoint: '/sys/fs/cgroup', root: '/' }, version: 2 });
+});
+
+test('cgroupDirUnder keeps outside names inside their parent cgroup', () => {
+  const mount = { mountPoint: '/sys/fs/cgroup', root: '/' };
+  assert.equal(cgroupDirUnder(mount, '/kubepods/burstable', 'podabc'), '/sys/fs/cgroup/kubepods/burstable/podabc');
+  for (const bad of ['..', '.', '../../x', 'a/b', '', 'x\0y']) {
+    assert.throws(() => cgroupDirUnder(mount, '/kubepods', bad), PathEscapeError, JSON.stringify(bad));
+  }
 });
