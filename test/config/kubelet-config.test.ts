@@ -14,7 +14,8 @@ import {
   resolveRelativePaths,
   UPSTREAM_V1BETA1_FIELDS,
   validateKubeletConfig,
-} from '../../src/config/kubelet-config.js';
+} from '../../src/config/index.js';
+import { notImplementedWarnings } from '../../src/config/schema.js';
 
 /** test/fixtures/config/<name>, found above this file (source or dist) or the working directory. */
 function fixturePath(name: string): string {
@@ -125,7 +126,7 @@ describe('a kubeadm-generated config', () => {
   const { config, warnings } = loadFixture('kubeadm-kubelet-config.yaml');
 
   it('loads the fields it sets', () => {
-    assert.equal(config.cgroupDriver, 'systemd');
+    assert.equal(config.cgroupDriver, 'cgroupfs');
     assert.deepEqual(config.clusterDNS, ['10.96.0.10']);
     assert.equal(config.clusterDomain, 'cluster.local');
     assert.equal(config.staticPodPath, '/etc/kubernetes/manifests');
@@ -153,24 +154,35 @@ describe('a kubeadm-generated config', () => {
     assert.equal(config.containerRuntimeEndpoint, 'unix:///run/containerd/containerd.sock');
   });
 
-  it('warns once for each upstream field kubelet-ts ignores, naming it', () => {
-    for (const field of [
-      'cpuManagerReconcilePeriod',
-      'imageMaximumGCAge',
-      'logging',
-      'memorySwap',
-      'resolvConf',
-      'rotateCertificates',
-    ]) {
-      const hits = warnings.filter((w) => w.includes(`field ${field} is not supported by kubelet-ts, ignored`));
+  it('warns once for each upstream field kubelet-ts does not model and that is set, naming it', () => {
+    // cpuManagerReconcilePeriod: 0s, imageMaximumGCAge: 0s and memorySwap: {} are Go zero values: unset.
+    for (const field of ['logging', 'resolvConf', 'rotateCertificates']) {
+      const hits = warnings.filter((w) => w.includes(`field ${field} is not implemented by kubelet-ts yet; ignored`));
       assert.equal(hits.length, 1, `warnings for ${field}: ${JSON.stringify(warnings)}`);
     }
-    assert.equal(warnings.length, 6, JSON.stringify(warnings));
+    assert.equal(warnings.length, 3, JSON.stringify(warnings));
     assert.ok(warnings.every((w) => w.includes('kubeadm-kubelet-config.yaml')));
   });
 
   it('validates', () => {
     validateKubeletConfig(config);
+  });
+
+  it('names the modeled fields it sets that kubelet-ts does not implement', () => {
+    const names = notImplementedWarnings(config, defaultKubeletConfig());
+    assert.deepEqual(names.sort(), [
+      'field authentication.x509.clientCAFile is not implemented by kubelet-ts yet; ignored',
+      'field clusterDNS is not implemented by kubelet-ts yet; ignored',
+      'field clusterDomain is not implemented by kubelet-ts yet; ignored',
+    ]);
+  });
+
+  it('is refused with the systemd cgroup driver kubeadm writes by default, naming cgroupDriver', () => {
+    const path = fixturePath('kubeadm-kubelet-config.yaml');
+    const text = readFileSync(path, 'utf8').replace('cgroupDriver: cgroupfs', 'cgroupDriver: systemd');
+    const parsed = parseKubeletConfigFile(text, path);
+    const c = resolveKubeletConfig(parsed.config, [], path);
+    assert.throws(() => validateKubeletConfig(c, path), isConfigError('cgroupDriver', 'only "cgroupfs"', 'kubeadm-kubelet-config.yaml'));
   });
 });
 
@@ -252,7 +264,7 @@ describe('parseKubeletConfigFile', () => {
     const { config, warnings } = loadFixture('unknown-fields.yaml');
     assert.ok(warnings.some((w) => w.includes('unknown field "maxPodz"')), JSON.stringify(warnings));
     assert.ok(warnings.some((w) => w.includes('unknown field "authentication.webhook.cacheTtl"')), JSON.stringify(warnings));
-    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not supported by kubelet-ts, ignored')));
+    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not implemented by kubelet-ts yet; ignored')));
     assert.equal(warnings.length, 3, JSON.stringify(warnings));
     assert.equal(config.maxPods, 250);
     assert.equal(config.statsBackend, 'fs');
@@ -438,7 +450,16 @@ describe('validateKubeletConfig', () => {
     [{ staticPodURL: 'not a url' }, 'staticPodURL', 'http(s) URL'],
     [{ address: 'localhost' }, 'address', 'IP address'],
     [{ clusterDNS: ['10.96.0.10', 'dns'] }, 'clusterDNS[1]', 'IP address'],
-    [{ syncFrequency: 0 }, 'syncFrequency', 'greater than 0'],
+    [{ syncFrequency: 0 }, 'syncFrequency', 'at least 1s'],
+    [{ fileCheckFrequency: 1 }, 'fileCheckFrequency', "must be at least 1s (kubelet-ts's minimum: a shorter period spins), got 1ms"],
+    [{ httpCheckFrequency: 999 }, 'httpCheckFrequency', 'at least 1s'],
+    [{ runtimeRequestTimeout: 0 }, 'runtimeRequestTimeout', 'greater than 0'],
+    [{ fileCheckFrequency: 2 ** 31 }, 'fileCheckFrequency', 'at most 596h31m23.647s'],
+    [{ syncFrequency: 1000 * 3_600_000 }, 'syncFrequency', 'at most 596h31m23.647s'],
+    [{ cgroupDriver: 'systemd' }, 'cgroupDriver', 'systemd cgroup driver is not implemented by kubelet-ts'],
+    [{ featureGates: { EventedPLEG: true, Foo: true } }, 'featureGates[Foo]', 'unrecognized feature gate: Foo'],
+    [{ containerLogMaxSize: '10E' }, 'containerLogMaxSize', 'out of range'],
+    [{ systemReserved: { memory: '1e300' } }, 'systemReserved[memory]', 'out of range'],
     [{ shutdownGracePeriod: 500 }, 'shutdownGracePeriod', '>= 1s'],
     [{ shutdownGracePeriod: 10_000, shutdownGracePeriodCriticalPods: 20_000 }, 'shutdownGracePeriodCriticalPods', 'must be <= shutdownGracePeriod 10s'],
     [{ systemReserved: { gpu: '1' } }, 'systemReserved[gpu]', 'cannot reserve "gpu"'],
