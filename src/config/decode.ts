@@ -59,6 +59,55 @@ function tooDeep(value: unknown, max: number): string | undefined {
   return undefined;
 }
 
+/** Above this rough nesting the YAML parser is not given the text (see roughNesting). */
+export const MAX_ROUGH_NESTING = 128;
+
+/**
+ * An upper-bound guess of how deeply `text` nests: per line, the indentation plus the
+ * compact `- `/`? ` markers that open it; across the text, the depth of flow brackets
+ * outside quotes. The YAML parser recurses per level, and near the stack's end V8 can
+ * abort the process (not throw) while compiling a regular expression, so a document
+ * nested hundreds deep must never reach it.
+ */
+function roughNesting(text: string): number {
+  let max = 0;
+  let flow = 0;
+  let quote: string | undefined;
+  let lineStart = true;
+  let level = 0;
+  let prev = '';
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quote !== undefined) {
+      if (ch === '\\' && quote === '"') i++;
+      else if (ch === quote) quote = undefined;
+      continue;
+    }
+    if (ch === '\n') {
+      lineStart = true;
+      level = 0;
+      prev = '';
+      continue;
+    }
+    if (lineStart) {
+      if (ch === ' ' || ch === '\t') level++;
+      else if ((ch === '-' || ch === '?') && (text[i + 1] === ' ' || text[i + 1] === '\t')) level++;
+      else lineStart = false;
+      if (level > max) max = level;
+      if (lineStart) continue;
+    }
+    if (ch === ' ' || ch === '\t') continue;
+    // A quote opens a scalar only where a scalar may start; elsewhere it is plain text.
+    if ((ch === '"' || ch === "'") && (prev === '' || ':[{,-?'.includes(prev))) quote = ch;
+    else if (ch === '[' || ch === '{') {
+      flow++;
+      if (flow > max) max = flow;
+    } else if ((ch === ']' || ch === '}') && flow > 0) flow--;
+    prev = ch;
+  }
+  return max;
+}
+
 function decodeText(text: string, fileName: string): unknown {
   let jsonError: unknown;
   if (text.trimStart().startsWith('{')) {
@@ -69,10 +118,14 @@ function decodeText(text: string, fileName: string): unknown {
       jsonError = err;
     }
   }
+  if (roughNesting(text) > MAX_ROUGH_NESTING) {
+    throw new ConfigError('', `${jsonError !== undefined ? 'invalid JSON' : 'invalid YAML'}: nested deeper than ${MAX_ROUGH_NESTING} levels`, fileName);
+  }
   try {
     // YAML 1.2 core schema: `yes`/`on` are strings, not booleans (go-yaml v2 differs).
     // Duplicate keys are tolerated (last wins) as upstream's lenient decoding does.
-    const doc = parseDocument(text, { uniqueKeys: false, prettyErrors: true });
+    // logLevel error: the parser must not print to the process's stderr (e.g. about complex keys).
+    const doc = parseDocument(text, { uniqueKeys: false, prettyErrors: true, logLevel: 'error' });
     if (doc.errors.length > 0) {
       const detail = jsonError !== undefined ? `invalid JSON: ${errorText(jsonError)}` : `invalid YAML: ${doc.errors[0]!.message}`;
       throw new ConfigError('', detail, fileName);

@@ -30,6 +30,15 @@ export const TIMER_PERIOD_MIN_MS = {
   runtimeRequestTimeout: 1,
 } as const;
 
+/** A duration in ms for a message; values beyond Go's range print as ms rather than throw. */
+function showMs(ms: number): string {
+  try {
+    return formatDuration(ms);
+  } catch {
+    return `${ms}ms`;
+  }
+}
+
 /** The largest quantity upstream holds in an int64 (bytes, PIDs, millicores). */
 const MAX_QUANTITY = (1n << 63n) - 1n;
 
@@ -166,25 +175,25 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     ['shutdownGracePeriodCriticalPods', c.shutdownGracePeriodCriticalPods],
   ];
   for (const [field, ms] of durations) {
-    if (ms < 0) bad(field, `must not be negative, got ${formatDuration(ms)}`);
+    if (ms < 0) bad(field, `must not be negative, got ${showMs(ms)}`);
   }
   // kubelet-ts's own limits on the periods it runs timers with (upstream has none).
   for (const [field, min] of Object.entries(TIMER_PERIOD_MIN_MS) as Array<[keyof typeof TIMER_PERIOD_MIN_MS, number]>) {
     const ms = c[field];
     if (ms < 0) continue;
     if (ms < min) {
-      bad(field, min === 1 ? 'must be greater than 0' : `must be at least ${formatDuration(min)} (kubelet-ts's minimum: a shorter period spins), got ${formatDuration(ms)}`);
+      bad(field, min === 1 ? 'must be greater than 0' : `must be at least ${showMs(min)} (kubelet-ts's minimum: a shorter period spins), got ${showMs(ms)}`);
     } else if (ms > MAX_TIMER_MS) {
-      bad(field, `must be at most ${formatDuration(MAX_TIMER_MS)} (the longest timer Node.js runs), got ${formatDuration(ms)}`);
+      bad(field, `must be at most ${showMs(MAX_TIMER_MS)} (the longest timer Node.js runs), got ${showMs(ms)}`);
     }
   }
   for (const f of ['shutdownGracePeriod', 'shutdownGracePeriodCriticalPods'] as const) {
-    if (c[f] > 0 && c[f] < SECOND) bad(f, `must be either zero or otherwise >= 1s, got ${formatDuration(c[f])}`);
+    if (c[f] > 0 && c[f] < SECOND) bad(f, `must be either zero or otherwise >= 1s, got ${showMs(c[f])}`);
   }
   if (c.shutdownGracePeriodCriticalPods > c.shutdownGracePeriod) {
     bad(
       'shutdownGracePeriodCriticalPods',
-      `${formatDuration(c.shutdownGracePeriodCriticalPods)} must be <= shutdownGracePeriod ${formatDuration(c.shutdownGracePeriod)}`,
+      `${showMs(c.shutdownGracePeriodCriticalPods)} must be <= shutdownGracePeriod ${showMs(c.shutdownGracePeriod)}`,
     );
   }
   if (c.evictionMaxPodGracePeriod < 0) {
@@ -242,7 +251,7 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   for (const [signal, ms] of Object.entries(c.evictionSoftGracePeriod)) {
     const field = `evictionSoftGracePeriod[${signal}]`;
     if (!EVICTION_SIGNALS.has(signal)) bad(field, `unsupported eviction signal ${JSON.stringify(signal)}`);
-    else if (ms < 0) bad(field, `must be a positive value, got ${formatDuration(ms)}`);
+    else if (ms < 0) bad(field, `must be a positive value, got ${showMs(ms)}`);
   }
   for (const [signal, value] of Object.entries(c.evictionMinimumReclaim)) {
     checkThresholdValue(issues, `evictionMinimumReclaim[${signal}]`, signal, value, { allowZero: true });
