@@ -79,7 +79,7 @@ export async function loadConfig(
 
   warnings.push(...notImplementedWarnings(config, baseline), ...featureGateWarnings(config.featureGates));
   if (flags.kubeconfig !== undefined) {
-    warnings.push(notImplementedMessage('flag --kubeconfig (API server mode)') + '; running standalone');
+    warnings.push(`${notImplementedMessage('flag --kubeconfig (API server mode)')} (kubelet-ts runs standalone)`);
   }
   return { config, flags, warnings };
 }

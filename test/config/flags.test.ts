@@ -213,6 +213,40 @@ describe('loadConfig', () => {
     );
   });
 
+  it('names --kubeconfig and every not-implemented setting given a non-default value', async () => {
+    const { warnings } = await loadConfig(
+      ['--kubeconfig=/etc/kubernetes/kubelet.conf', '--max-pods=20', '--fail-swap-on=false', '--feature-gates=NodeSwap=true'],
+      fakeReadFile({}),
+    );
+    assert.ok(warnings.includes('flag --kubeconfig (API server mode) is not implemented by kubelet-ts yet; ignored (kubelet-ts runs standalone)'), JSON.stringify(warnings));
+    assert.ok(warnings.includes('field maxPods is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(warnings.includes('field failSwapOn is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(warnings.includes('feature gate NodeSwap is not implemented by kubelet-ts yet; ignored'));
+  });
+
+  it('says nothing about not-implemented fields left at their defaults, with or without a file', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110\ncgroupDriver: cgroupfs\nfailSwapOn: true\n';
+    const withFile = await loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml }));
+    assert.deepEqual(withFile.warnings, []);
+    // Without --config the legacy defaults (AlwaysAllow, anonymous auth, port 10255) are the baseline.
+    const without = await loadConfig([], fakeReadFile({}));
+    assert.deepEqual(without.warnings, []);
+  });
+
+  it('names the nested leaf of a not-implemented struct', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  webhook:\n    cacheTTL: 5m\n';
+    const { warnings } = await loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml }));
+    assert.deepEqual(warnings, ['field authentication.webhook.cacheTTL is not implemented by kubelet-ts yet; ignored']);
+  });
+
+  it('rejects an unknown feature gate in the file, with upstream\'s message', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  Foo: true\n';
+    await assert.rejects(
+      loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml })),
+      (err: unknown) => err instanceof ConfigError && err.field === 'featureGates[Foo]' && err.message.includes('unrecognized feature gate: Foo'),
+    );
+  });
+
   it('reports a missing config file', async () => {
     await assert.rejects(
       loadConfig(['--config=/nope.yaml'], fakeReadFile({})),

@@ -186,6 +186,44 @@ describe('a kubeadm-generated config', () => {
   });
 });
 
+describe('overflowing and oversized values', () => {
+  const cases: Array<[string, string, string]> = [
+    ['maxPods: 1e300\n', 'maxPods', 'out of range for int32'],
+    ['maxPods: .inf\n', 'maxPods', 'expected an integer, got Infinity'],
+    ['eventRecordQPS: -1e300\n', 'eventRecordQPS', 'out of range'],
+    ['podPidsLimit: 1e19\n', 'podPidsLimit', 'out of range for int64'],
+    ['syncFrequency: 3000000h\n', 'syncFrequency', 'invalid duration'],
+    ['fileCheckFrequency: 99999999999999999999999999s\n', 'fileCheckFrequency', 'invalid duration'],
+    ['evictionSoftGracePeriod:\n  memory.available: 9999999999999999999ms\n', 'evictionSoftGracePeriod[memory.available]', 'invalid duration'],
+    ['httpCheckFrequency: 1000h\n', 'httpCheckFrequency', 'at most 596h31m23.647s'],
+    ['fileCheckFrequency: 1ns\n', 'fileCheckFrequency', 'at least 1s'],
+    ['fileCheckFrequency: -20s\n', 'fileCheckFrequency', 'must not be negative'],
+    ['containerLogMaxSize: "1e300"\n', 'containerLogMaxSize', 'out of range'],
+    ['kubeReserved:\n  memory: 100Ei\n', 'kubeReserved[memory]', 'out of range'],
+  ];
+  for (const [body, field, fragment] of cases) {
+    it(`rejects ${JSON.stringify(body.trim())} naming ${field}`, () => {
+      assert.throws(() => {
+        const { config } = fromYaml(body, 'big.yaml');
+        validateKubeletConfig(config, 'big.yaml');
+      }, isConfigError(field, fragment, 'big.yaml'));
+    });
+  }
+
+  it('refuses a file over 1 MiB, naming the file and the limit', () => {
+    const text = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n#${'x'.repeat(1024 * 1024)}\n`;
+    assert.throws(() => parseKubeletConfigFile(text, '/etc/kubelet/huge.yaml'), isConfigError('', '/etc/kubelet/huge.yaml', 'larger than the limit of 1048576 bytes'));
+  });
+
+  it('refuses nesting no KubeletConfiguration has, naming where', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { k: deep };
+    const text = JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', logging: deep });
+    assert.throws(() => parseKubeletConfigFile(text, 'deep.json'), isConfigError(`logging${'.k'.repeat(31)}`, 'nested deeper than 32 levels'));
+    assert.throws(() => parseKubeletConfigFile(`${'- '.repeat(5000)}x\n`, 'deep.yaml'), isConfigError('', 'nested deeper than 128 levels'));
+  });
+});
+
 describe('parseKubeletConfigFile', () => {
   it('reads JSON', () => {
     const text = JSON.stringify({
