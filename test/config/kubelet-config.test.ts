@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
@@ -213,6 +214,22 @@ describe('overflowing and oversized values', () => {
   it('refuses a file over 1 MiB, naming the file and the limit', () => {
     const text = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n#${'x'.repeat(1024 * 1024)}\n`;
     assert.throws(() => parseKubeletConfigFile(text, '/etc/kubelet/huge.yaml'), isConfigError('', '/etc/kubelet/huge.yaml', 'larger than the limit of 1048576 bytes'));
+  });
+
+  it('survives deep documents in one process (V8 used to abort in the YAML parser near the stack end)', () => {
+    // In a fresh process: a deep flow document, then a deep block sequence, aborted node
+    // (FATAL "RegExpCompiler Allocation failed", exit 134) before the nesting bound.
+    const config = new URL('../../src/config/index.js', import.meta.url).href;
+    const script = `
+      const { loadConfig, ConfigError } = await import(${JSON.stringify(config)});
+      const docs = ['['.repeat(20000) + ']'.repeat(20000), '{"a":'.repeat(20000) + '1' + '}'.repeat(20000), '- '.repeat(5000) + 'x\\n'];
+      for (const text of docs) {
+        try { await loadConfig(['--config', '/f'], async () => text); } catch (e) { if (!(e instanceof ConfigError)) throw e; }
+      }
+      console.log('survived');`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''}: ${r.stderr.slice(0, 300)}`);
+    assert.match(r.stdout, /survived/);
   });
 
   it('refuses nesting no KubeletConfiguration has, naming where', () => {
