@@ -39,9 +39,8 @@ export {
   checkFieldNames,
   MAX_CONFIG_FILE_BYTES,
   parseKubeletConfigFile,
-  resolveKubeletConfig,
-  resolveRelativePaths,
 } from './decode.js';
+export { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
 export { validateKubeletConfig } from './validation.js';
 export { IMPLEMENTED_FEATURE_GATES, KNOWN_FEATURE_GATES } from './feature-gates.js';
 export {

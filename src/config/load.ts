@@ -6,12 +6,13 @@
 import { promises as fsp } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 
-import { MAX_CONFIG_FILE_BYTES, parseKubeletConfigFile, resolveKubeletConfig, resolveRelativePaths } from './decode.js';
+import { MAX_CONFIG_FILE_BYTES, parseKubeletConfigFile } from './decode.js';
 import { applyLegacyDefaults, defaultKubeletConfig } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { featureGateWarnings } from './feature-gates.js';
 import { applyFlagOverrides, type KubeletFlags, parseKubeletFlags } from './flags.js';
 import type { KubeletConfig } from './kubelet-config.js';
+import { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
 import { notImplementedMessage, notImplementedWarnings } from './schema.js';
 import { validateKubeletConfig } from './validation.js';
 
