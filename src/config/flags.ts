@@ -92,7 +92,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'fail-swap-on', kind: 'bool', configField: 'failSwapOn', defaultText: 'true',
     help: 'Makes the kubelet fail to start if swap is enabled on the node.' },
   { name: 'feature-gates', kind: 'featureGates', configField: 'featureGates',
-    help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. Foo=true,Bar=false.' },
+    help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. EventedPLEG=true. kubelet-ts acts on EventedPLEG; other upstream gates are reported as not implemented; an unknown gate is an error.' },
   { name: 'stats-backend', kind: 'string', configField: 'statsBackend', defaultText: 'native', notDeprecated: true,
     help: 'kubelet-ts: where cgroup statistics come from: native (C++ addon), fs (pure TypeScript), cri (the runtime).' },
   { name: 'oom-watcher', kind: 'string', configField: 'oomWatcher', defaultText: 'auto', notDeprecated: true,

@@ -21,9 +21,11 @@ import {
 } from '../../src/config/index.js';
 
 const FILE = '/etc/kubelet/fuzz-config.yaml';
-const FILE_RUNS = 2500;
-const RAW_TEXT_RUNS = 1500;
-const FLAG_RUNS = 2500;
+// KTS_FUZZ_SCALE=10 runs ten times as many inputs (for a longer hunt than the unit suite's).
+const SCALE = Math.max(1, Number(process.env.KTS_FUZZ_SCALE) || 1);
+const FILE_RUNS = 2500 * SCALE;
+const RAW_TEXT_RUNS = 1500 * SCALE;
+const FLAG_RUNS = 2500 * SCALE;
 
 function readerOf(files: Record<string, string>): ReadFileFn {
   return async (path) => {
@@ -34,7 +36,7 @@ function readerOf(files: Record<string, string>): ReadFileFn {
 }
 
 /** The property: success, or a ConfigError that names what is wrong. */
-async function loadsOrNamesTheProblem(argv: string[], files: Record<string, string>): Promise<void> {
+async function loadsOrNamesTheProblem(argv: string[], files: Record<string, string>): Promise<'loaded' | 'rejected'> {
   let loaded;
   try {
     loaded = await loadConfig(argv, readerOf(files));
@@ -49,11 +51,12 @@ async function loadsOrNamesTheProblem(argv: string[], files: Record<string, stri
     // Without a field it is about the file, or about the command line as a whole.
     if (err.field === '') assert.ok(err.file !== undefined || err.message.includes('unknown command'), err.message);
     if (err.file !== undefined) assert.ok(err.message.includes(err.file), err.message);
-    return;
+    return 'rejected';
   }
   // What loaded is valid, and every warning is a line of text.
   validateKubeletConfig(loaded.config);
   for (const w of loaded.warnings) assert.equal(typeof w, 'string');
+  return 'loaded';
 }
 
 // ---------------------------------------------------------------------------------
@@ -122,6 +125,59 @@ const configObject = fc.tuple(
   return o;
 });
 
+// Well-typed documents: each field holds a value of its type (plausible, edge or extreme),
+// so loading reaches defaulting, validation and the not-implemented warnings.
+const plausibleDuration = fc.oneof(
+  fc.tuple(fc.integer({ min: -5, max: 100_000 }), fc.constantFrom('ms', 's', 'm', 'h')).map(([n, u]) => `${n}${u}`),
+  fc.constantFrom('0s', '1s', '20s', '1m0s', '2562047h', '-1s', '999ms', '24h'),
+);
+const plausibleInt = fc.oneof(fc.integer({ min: -2, max: 70_000 }), fc.constantFrom(0, 1, 110, 65535, 2 ** 31 - 1, -(2 ** 31)));
+const plausibleQuantity = fc.oneof(fc.constantFrom('100Mi', '1Gi', '500m', '0', '10%', '0%', '100%', '-1Gi', '1e3', '5%'), quantityText);
+const signal = fc.constantFrom('memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'pid.available', 'memory.free');
+const typedConfig = fc.record(
+  {
+    syncFrequency: plausibleDuration, fileCheckFrequency: plausibleDuration, httpCheckFrequency: plausibleDuration,
+    runtimeRequestTimeout: plausibleDuration, nodeStatusUpdateFrequency: plausibleDuration, nodeStatusReportFrequency: plausibleDuration,
+    imageMinimumGCAge: plausibleDuration, volumeStatsAggPeriod: plausibleDuration, streamingConnectionIdleTimeout: plausibleDuration,
+    evictionPressureTransitionPeriod: plausibleDuration, shutdownGracePeriod: plausibleDuration, shutdownGracePeriodCriticalPods: plausibleDuration,
+    port: plausibleInt, readOnlyPort: plausibleInt, healthzPort: plausibleInt, eventRecordQPS: plausibleInt, eventBurst: plausibleInt,
+    nodeLeaseDurationSeconds: plausibleInt, imageGCHighThresholdPercent: plausibleInt, imageGCLowThresholdPercent: plausibleInt,
+    maxPods: plausibleInt, podPidsLimit: plausibleInt, maxParallelImagePulls: plausibleInt, evictionMaxPodGracePeriod: plausibleInt,
+    containerLogMaxFiles: plausibleInt,
+    enableServer: fc.boolean(), enableDebuggingHandlers: fc.boolean(), cgroupsPerQOS: fc.boolean(), serializeImagePulls: fc.boolean(),
+    failSwapOn: fc.boolean(), registerNode: fc.boolean(), protectKernelDefaults: fc.boolean(),
+    staticPodPath: fc.oneof(fc.constantFrom('/etc/kubernetes/manifests', 'manifests', ''), oddText),
+    staticPodURL: fc.oneof(fc.constantFrom('http://10.0.0.1/pods', 'https://x/p.yaml', 'ftp://x', ''), oddText),
+    address: fc.constantFrom('0.0.0.0', '::', '127.0.0.1', 'localhost', ''),
+    healthzBindAddress: fc.constantFrom('127.0.0.1', '::1', 'x'),
+    clusterDomain: fc.constantFrom('cluster.local', ''),
+    clusterDNS: fc.array(fc.constantFrom('10.96.0.10', 'fd00::a', 'dns'), { maxLength: 3 }),
+    cgroupRoot: fc.constantFrom('/', '', '/kubelet'),
+    cgroupDriver: fc.constantFrom('cgroupfs', 'systemd', 'cgroupfs', 'none'),
+    containerRuntimeEndpoint: fc.constantFrom('unix:///run/containerd/containerd.sock', ''),
+    podLogsDir: fc.constantFrom('/var/log/pods', 'logs', '/var/log//pods', '/var/log/pöds'),
+    containerLogMaxSize: plausibleQuantity,
+    statsBackend: fc.constantFrom('native', 'fs', 'cri', 'proc'),
+    oomWatcher: fc.constantFrom('auto', 'ebpf', 'cgroup', 'kmsg', 'off', 'dmesg'),
+    enforceNodeAllocatable: fc.array(fc.constantFrom('pods', 'none', 'system-reserved', 'kube-reserved-compressible', 'x'), { maxLength: 3 }),
+    systemReserved: fc.dictionary(fc.constantFrom('cpu', 'memory', 'pid', 'gpu'), plausibleQuantity, { maxKeys: 3 }),
+    kubeReserved: fc.dictionary(fc.constantFrom('cpu', 'memory', 'ephemeral-storage'), plausibleQuantity, { maxKeys: 3 }),
+    evictionHard: fc.dictionary(signal, plausibleQuantity, { maxKeys: 3 }),
+    evictionSoft: fc.dictionary(signal, plausibleQuantity, { maxKeys: 2 }),
+    evictionSoftGracePeriod: fc.dictionary(signal, plausibleDuration, { maxKeys: 2 }),
+    featureGates: fc.dictionary(fc.constantFrom(...KNOWN_FEATURE_GATES, 'Foo'), fc.boolean(), { maxKeys: 3 }),
+    authentication: fc.record({ webhook: fc.record({ enabled: fc.boolean(), cacheTTL: plausibleDuration }, { requiredKeys: [] }) }, { requiredKeys: [] }),
+    authorization: fc.record({ mode: fc.constantFrom('Webhook', 'AlwaysAllow', 'RBAC') }, { requiredKeys: [] }),
+  },
+  { requiredKeys: [] },
+).chain((fields) => fc.constant({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', ...fields }))
+  // A few fields, as real files have: keep each with probability 1/10.
+  .chain((o) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: Object.keys(o).length, maxLength: Object.keys(o).length }).map((keep) => {
+    const out: Record<string, unknown> = {};
+    Object.entries(o).forEach(([k, v], i) => { if (k === 'apiVersion' || k === 'kind' || keep[i] === 0) out[k] = v; });
+    return out;
+  }));
+
 function serialize(o: Record<string, unknown>, asJson: boolean): string {
   if (asJson) return JSON.stringify(o) ?? '';
   try {
@@ -132,7 +188,7 @@ function serialize(o: Record<string, unknown>, asJson: boolean): string {
 }
 
 /** A document: serialized as JSON or YAML, then maybe truncated or spliced with odd text. */
-const configText = fc.tuple(configObject, fc.boolean(), fc.nat(), fc.constantFrom('whole', 'whole', 'truncate', 'splice'), oddText)
+const configText = fc.tuple(fc.oneof(configObject, typedConfig), fc.boolean(), fc.nat(), fc.constantFrom('whole', 'whole', 'whole', 'truncate', 'splice'), oddText)
   .map(([o, asJson, at, how, junk]) => {
     const text = serialize(o, asJson);
     const cut = text.length === 0 ? 0 : at % text.length;
@@ -193,14 +249,15 @@ const argv = fc.array(argument, { maxLength: 8 }).map((parts) => parts.flat());
 describe('config fuzz', () => {
   it(`loads ${FILE_RUNS} generated config files or names the field or file`, { timeout: 300_000 }, async (t) => {
     let ran = 0;
+    let loaded = 0;
     await fc.assert(
-      fc.asyncProperty(configText, fc.array(argument, { maxLength: 2 }), async (text, extra) => {
+      fc.asyncProperty(configText, fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.array(argument, { maxLength: 2 }) }), async (text, extra) => {
         ran++;
-        await loadsOrNamesTheProblem(['--config', FILE, ...extra.flat().filter((a) => !a.startsWith('--config'))], { [FILE]: text });
+        if ((await loadsOrNamesTheProblem(['--config', FILE, ...extra.flat().filter((a) => !a.startsWith('--config'))], { [FILE]: text })) === 'loaded') loaded++;
       }),
       { numRuns: FILE_RUNS },
     );
-    t.diagnostic(`fuzz: ${ran} generated KubeletConfiguration files (YAML and JSON, some truncated or spliced)`);
+    t.diagnostic(`fuzz: ${ran} generated KubeletConfiguration files (YAML and JSON, some truncated or spliced): ${loaded} loaded, ${ran - loaded} rejected naming the field or file`);
   });
 
   it(`loads ${RAW_TEXT_RUNS} loosely structured or hostile documents or names the file`, { timeout: 300_000 }, async (t) => {
@@ -217,13 +274,14 @@ describe('config fuzz', () => {
 
   it(`parses ${FLAG_RUNS} generated flag vectors or names the flag`, { timeout: 300_000 }, async (t) => {
     let ran = 0;
+    let loaded = 0;
     await fc.assert(
       fc.asyncProperty(argv, async (args) => {
         ran++;
-        await loadsOrNamesTheProblem(args, {});
+        if ((await loadsOrNamesTheProblem(args, {})) === 'loaded') loaded++;
       }),
       { numRuns: FLAG_RUNS },
     );
-    t.diagnostic(`fuzz: ${ran} generated flag vectors`);
+    t.diagnostic(`fuzz: ${ran} generated flag vectors: ${loaded} loaded, ${ran - loaded} rejected naming the flag`);
   });
 });
