@@ -47,4 +47,57 @@ describe('kubelet-ts command line', () => {
     assert.match(r.stdout, /--pod-manifest-path/);
     assert.match(r.stdout, /--container-runtime-endpoint/);
   });
+
+  it('--help says --kubeconfig is not implemented, and marks each not-implemented flag', async () => {
+    const r = await cli(['--help']);
+    assert.equal(r.code, 0);
+    const line = (flag: string): string => r.stdout.split('\n').find((l) => l.includes(`--${flag} `)) ?? '';
+    assert.match(line('kubeconfig'), /NOT IMPLEMENTED/);
+    assert.doesNotMatch(line('kubeconfig'), /enables API server mode/);
+    assert.match(line('max-pods'), /NOT IMPLEMENTED/);
+    assert.match(line('cgroup-driver'), /only cgroupfs/);
+    assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);
+  });
+
+  it('exits non-zero on an unknown feature gate, with upstream\'s message', async () => {
+    const r = await cli(['--feature-gates=EventedPLEG=true,Foo=true']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /--feature-gates/);
+    assert.match(r.stderr, /unrecognized feature gate: Foo/);
+  });
+
+  const withConfig = async (body: string): Promise<{ code: number; stderr: string; file: string }> => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-cli-'));
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, body);
+    const r = await cli(['--config', file, '--container-runtime-endpoint', `unix://${dir}/none.sock`]);
+    await rm(dir, { recursive: true, force: true });
+    return { ...r, file };
+  };
+  const HEAD = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+  it('refuses cgroupDriver systemd, naming the field', async () => {
+    const r = await withConfig(`${HEAD}cgroupDriver: systemd\n`);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /field cgroupDriver: the systemd cgroup driver is not implemented/);
+  });
+
+  it('refuses fileCheckFrequency: 1ns, naming the field and the minimum', async () => {
+    const r = await withConfig(`${HEAD}fileCheckFrequency: 1ns\n`);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /field fileCheckFrequency: must be at least 1s/);
+  });
+
+  it('refuses a config file over the size limit, naming the file and the limit', async () => {
+    const r = await withConfig(`${HEAD}staticPodPath: /x\n${'#'.repeat(1024 * 1024)}\n`);
+    assert.equal(r.code, 1);
+    assert.ok(r.stderr.includes(r.file), r.stderr);
+    assert.match(r.stderr, /larger than the limit of 1048576 bytes/);
+  });
+
+  it('refuses a document nested thousands deep without crashing', async () => {
+    const r = await withConfig(`${'- '.repeat(5000)}x\n`);
+    assert.equal(r.code, 1, `exit ${r.code}: ${r.stderr.slice(0, 300)}`);
+    assert.match(r.stderr, /nested deeper than/);
+  });
 });

@@ -12,6 +12,8 @@
 // "-1ns" → -1. So a non-zero duration never becomes 0 ms (which the config treats as
 // "unset → default") and never loses its sign.
 
+import { KubeletError } from '../util/errors.js';
+
 const NS_PER_MS = 1_000_000n;
 const MAX_NS = (1n << 63n) - 1n; // Go's time.Duration is an int64 of nanoseconds
 const MIN_NS = -(1n << 63n);
@@ -28,12 +30,11 @@ const UNIT_NS: ReadonlyMap<string, bigint> = new Map([
 ]);
 
 /** Bad duration input; the message is Go's (`time: unknown unit "x" in duration "1x"`). */
-export class DurationError extends Error {
-  readonly code = 'InvalidDuration';
+export class DurationError extends KubeletError {
+  declare readonly code: 'InvalidDuration';
   readonly input: string;
   constructor(input: string, message: string) {
-    super(message);
-    this.name = 'DurationError';
+    super('InvalidDuration', message);
     this.input = input;
   }
 }
@@ -82,10 +83,14 @@ export function parseDurationNs(input: string): bigint {
       throw new DurationError(input, `time: unknown unit ${JSON.stringify(unit)} in duration ${quoted}`);
     }
 
-    let part = (intDigits === '' ? 0n : BigInt(intDigits)) * unitNs;
-    if (fracDigits !== '') {
+    // Go rejects an integer part beyond int64 and ignores fraction digits past int64's precision.
+    const intSignificant = intDigits.replace(/^0+/, '');
+    if (intSignificant.length > 19) throw invalid();
+    let part = (intSignificant === '' ? 0n : BigInt(intSignificant)) * unitNs;
+    const frac = fracDigits.slice(0, 18);
+    if (frac !== '') {
       // Go truncates the fractional nanoseconds.
-      part += (BigInt(fracDigits) * unitNs) / 10n ** BigInt(fracDigits.length);
+      part += (BigInt(frac) * unitNs) / 10n ** BigInt(frac.length);
     }
     total += part;
     if (total > MAX_NS + (negative ? 1n : 0n)) throw invalid();
@@ -113,7 +118,7 @@ export function parseDuration(input: string): number {
 /** Formats nanoseconds as Go's Duration.String() does ("1h2m3.5s", "500ms", "0s"). */
 export function formatDurationNs(ns: bigint): string {
   if (ns === 0n) return '0s';
-  if (ns < MIN_NS || ns > MAX_NS) throw new RangeError(`duration ${ns}ns out of range`);
+  if (ns < MIN_NS || ns > MAX_NS) throw new DurationError(`${ns}ns`, `time: duration ${ns}ns out of range`);
   const neg = ns < 0n;
   const mag = neg ? -ns : ns;
   const sign = neg ? '-' : '';
@@ -142,6 +147,6 @@ export function formatDurationNs(ns: bigint): string {
 
 /** Formats integer milliseconds as a Go duration string ("2m0s", "500ms"). */
 export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms)) throw new RangeError(`duration ${ms}ms is not finite`);
+  if (!Number.isFinite(ms)) throw new DurationError(`${ms}ms`, `time: duration ${ms}ms is not finite`);
   return formatDurationNs(BigInt(Math.round(ms)) * NS_PER_MS);
 }

@@ -1,5 +1,7 @@
 // Errors raised while loading the kubelet configuration (file + flags).
 
+import { KubeletError } from '../util/errors.js';
+
 /** One problem found in the configuration: the field path and what is wrong with it. */
 export interface ConfigIssue {
   /** Field path as written in the config (`maxPods`, `authentication.webhook.cacheTTL`,
@@ -14,17 +16,16 @@ export interface ConfigIssue {
  * `field` names the first offending field (or flag), `issues` holds all of them when
  * validation found several (upstream aggregates validation errors the same way).
  */
-export class ConfigError extends Error {
-  readonly code = 'KubeletConfigInvalid';
+export class ConfigError extends KubeletError {
+  declare readonly code: 'KubeletConfigInvalid';
   readonly field: string;
   readonly detail: string;
   readonly file?: string;
   readonly issues: ConfigIssue[];
 
-  constructor(field: string, detail: string, file?: string, issues?: ConfigIssue[]) {
+  constructor(field: string, detail: string, file?: string, issues?: ConfigIssue[], options?: { cause?: unknown }) {
     const all = issues && issues.length > 0 ? issues : [{ field, detail }];
-    super(formatConfigMessage(all, file));
-    this.name = 'ConfigError';
+    super('KubeletConfigInvalid', formatConfigMessage(all, file), options);
     this.field = field;
     this.detail = detail;
     this.file = file;
@@ -34,7 +35,7 @@ export class ConfigError extends Error {
   /** A copy of this error attributed to `file` (used once the source is known). */
   withFile(file: string | undefined): ConfigError {
     if (file === undefined || this.file !== undefined) return this;
-    return new ConfigError(this.field, this.detail, file, this.issues);
+    return new ConfigError(this.field, this.detail, file, this.issues, { cause: this.cause });
   }
 }
 
@@ -53,11 +54,15 @@ function formatConfigMessage(issues: ConfigIssue[], file: string | undefined): s
 export function showValue(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (typeof value === 'bigint') return value.toString();
+  // JSON would print Infinity and NaN as null.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  let s: string | undefined;
   try {
-    const s = JSON.stringify(value);
-    if (s === undefined) return String(value);
-    return s.length > 120 ? `${s.slice(0, 117)}...` : s;
+    s = JSON.stringify(value);
   } catch {
-    return String(value);
+    // Too deep to print (or cyclic): say what it is rather than recurse again.
+    s = undefined;
   }
+  if (s === undefined) s = Array.isArray(value) ? '[...]' : typeof value === 'object' ? '{...}' : typeof value;
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
 }

@@ -7,20 +7,13 @@
 // Syntax follows pflag: --flag=value, --flag value, booleans as --flag or --flag=false
 // (a bare boolean never consumes the next argument), shorthands -v 4, -v=4, -v4, -h.
 
-import { promises as fsp } from 'node:fs';
 import { isIP } from 'node:net';
-import { dirname, resolve as resolvePath } from 'node:path';
 
 import { DurationError, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
-import {
-  defaultKubeletConfig,
-  type KubeletConfig,
-  parseKubeletConfigFile,
-  resolveKubeletConfig,
-  resolveRelativePaths,
-  validateKubeletConfig,
-} from './kubelet-config.js';
+import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js';
+import type { KubeletConfig } from './kubelet-config.js';
+import { FIELD_SUPPORT, FLAG_SUPPORT } from './schema.js';
 
 /** Settings that only exist as flags (not KubeletConfiguration fields). */
 export interface KubeletFlags {
@@ -60,7 +53,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'config', kind: 'string', flagField: 'configFile', notDeprecated: true,
     help: 'The kubelet loads its initial configuration from this file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1). Relative paths start at the current directory. Omit it to use the built-in defaults. Flags override the file.' },
   { name: 'kubeconfig', kind: 'string', flagField: 'kubeconfig', notDeprecated: true,
-    help: 'Path to a kubeconfig file saying how to connect to the API server. Providing --kubeconfig enables API server mode; omitting it enables standalone mode.' },
+    help: 'Path to a kubeconfig file saying how to connect to the API server. NOT IMPLEMENTED by kubelet-ts yet: it is reported at start-up and ignored, and kubelet-ts runs standalone (static pods only).' },
   { name: 'root-dir', kind: 'string', flagField: 'rootDir', defaultText: '/var/lib/kubelet', notDeprecated: true,
     help: 'Directory path for managing kubelet files (volume mounts, etc).' },
   { name: 'hostname-override', kind: 'string', flagField: 'hostnameOverride', notDeprecated: true,
@@ -86,7 +79,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'cgroup-root', kind: 'string', configField: 'cgroupRoot',
     help: 'Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis.' },
   { name: 'cgroup-driver', kind: 'string', configField: 'cgroupDriver', defaultText: 'cgroupfs',
-    help: 'Driver that the kubelet uses to manipulate cgroups on the host. Possible values: cgroupfs, systemd.' },
+    help: 'Driver that the kubelet uses to manipulate cgroups on the host. kubelet-ts implements only cgroupfs; systemd is refused (NOT IMPLEMENTED yet).' },
   { name: 'max-pods', kind: 'int', configField: 'maxPods', defaultText: '110', help: 'Number of Pods that can run on this kubelet.' },
   { name: 'sync-frequency', kind: 'duration', configField: 'syncFrequency', defaultText: '1m0s',
     help: 'Max period between synchronizing running containers and config.' },
@@ -99,7 +92,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'fail-swap-on', kind: 'bool', configField: 'failSwapOn', defaultText: 'true',
     help: 'Makes the kubelet fail to start if swap is enabled on the node.' },
   { name: 'feature-gates', kind: 'featureGates', configField: 'featureGates',
-    help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. Foo=true,Bar=false.' },
+    help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. EventedPLEG=true. kubelet-ts acts on EventedPLEG; other upstream gates are reported as not implemented; an unknown gate is an error.' },
   { name: 'stats-backend', kind: 'string', configField: 'statsBackend', defaultText: 'native', notDeprecated: true,
     help: 'kubelet-ts: where cgroup statistics come from: native (C++ addon), fs (pure TypeScript), cri (the runtime).' },
   { name: 'oom-watcher', kind: 'string', configField: 'oomWatcher', defaultText: 'auto', notDeprecated: true,
@@ -151,6 +144,9 @@ function parseFeatureGates(display: string, value: string, into: Record<string, 
     const eq = item.indexOf('=');
     if (eq <= 0) throw flagError(display, `missing bool value for ${JSON.stringify(item)} (expected key=value)`);
     const key = item.slice(0, eq).trim();
+    if (!KNOWN_FEATURE_GATES.has(key)) {
+      throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${unrecognizedFeatureGate(key)}`);
+    }
     const b = parseGoBool(item.slice(eq + 1).trim());
     if (b === undefined) throw flagError(display, `invalid value of ${item}: expected true or false`);
     into[key] = b;
@@ -261,18 +257,6 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
   return { flags, overrides, warnings };
 }
 
-/**
- * Upstream's legacy command-line defaults, used when no --config file is given:
- * anonymous authentication on, webhook authentication off, authorization AlwaysAllow,
- * read-only port 10255. (The config file's v1beta1 defaults are the secure ones.)
- */
-export function applyLegacyDefaults(c: KubeletConfig): void {
-  c.authentication.anonymous.enabled = true;
-  c.authentication.webhook.enabled = false;
-  c.authorization.mode = 'AlwaysAllow';
-  c.readOnlyPort = 10255;
-}
-
 /** Applies command-line overrides to a config: flags win, feature gates merge. */
 export function applyFlagOverrides(c: KubeletConfig, overrides: Partial<KubeletConfig>): void {
   for (const [key, value] of Object.entries(overrides)) {
@@ -282,44 +266,6 @@ export function applyFlagOverrides(c: KubeletConfig, overrides: Partial<KubeletC
       (c as unknown as Record<string, unknown>)[key] = value;
     }
   }
-}
-
-export type ReadFileFn = (path: string, encoding: 'utf8') => Promise<string>;
-
-/**
- * Loads the kubelet configuration as upstream does: parse flags, read and default the
- * --config file (relative paths in it resolved against its directory), apply the flags
- * given on the command line over it, validate. Throws ConfigError. When --help is given,
- * returns at once with flags.help set (and the defaults as config).
- */
-export async function loadConfig(
-  argv: readonly string[],
-  readFile: ReadFileFn = (p, enc) => fsp.readFile(p, enc),
-): Promise<{ config: KubeletConfig; flags: KubeletFlags; warnings: string[] }> {
-  const { flags, overrides, warnings } = parseKubeletFlags(argv);
-  if (flags.help) return { config: defaultKubeletConfig(), flags, warnings };
-
-  let config: KubeletConfig;
-  const file = flags.configFile;
-  if (file !== undefined && file !== '') {
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new ConfigError('', `failed to read kubelet config file: ${e.code ?? e.message}`, file);
-    }
-    const parsed = parseKubeletConfigFile(text, file);
-    warnings.push(...parsed.warnings);
-    config = resolveKubeletConfig(parsed.config, warnings, file);
-    resolveRelativePaths(config, dirname(resolvePath(file)));
-  } else {
-    config = defaultKubeletConfig();
-    applyLegacyDefaults(config);
-  }
-  applyFlagOverrides(config, overrides);
-  validateKubeletConfig(config, file !== undefined && file !== '' ? file : undefined);
-  return { config, flags, warnings };
 }
 
 /** The --help text. */
@@ -334,6 +280,10 @@ export function usage(): string {
     let text = s.help;
     if (s.defaultText !== undefined) text += ` (default ${s.defaultText})`;
     if (s.configField !== undefined && !s.notDeprecated) text += ` (DEPRECATED: set ${String(s.configField)} in the --config file)`;
+    const notImplemented =
+      (s.configField !== undefined && FIELD_SUPPORT[s.configField] === 'not-implemented') ||
+      (s.flagField !== undefined && FLAG_SUPPORT[s.flagField] === 'not-implemented');
+    if (notImplemented && !text.includes('NOT IMPLEMENTED')) text += ' (NOT IMPLEMENTED by kubelet-ts yet: reported at start-up and ignored)';
     lines.push(`  ${heads[i]!.padEnd(width)}${text}`);
   });
   lines.push('', 'The --config file is a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in YAML or JSON.');

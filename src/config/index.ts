@@ -10,35 +10,44 @@ export {
   parseDurationNs,
 } from './duration.js';
 export {
-  checkFieldNames,
   type CgroupDriver,
-  DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
-  DEFAULT_EVICTION_HARD,
-  defaultKubeletConfig,
-  EVICTION_SIGNALS,
   KUBELET_CONFIG_API_VERSION,
   KUBELET_CONFIG_KIND,
-  KUBELET_TS_FIELDS,
   type KubeletAuthorizationMode,
   type KubeletConfig,
   OOM_WATCHER_MODES,
   type OomWatcherMode,
-  parseKubeletConfigFile,
   type RawKubeletConfiguration,
-  resolveKubeletConfig,
-  resolveRelativePaths,
   STATS_BACKENDS,
   type StatsBackend,
-  UPSTREAM_V1BETA1_FIELDS,
-  validateKubeletConfig,
 } from './kubelet-config.js';
 export {
-  applyFlagOverrides,
+  EVICTION_SIGNALS,
+  FIELD_SUPPORT,
+  type FieldSupport,
+  FLAG_SUPPORT,
+  KUBELET_TS_FIELDS,
+  UPSTREAM_V1BETA1_FIELDS,
+} from './schema.js';
+export {
   applyLegacyDefaults,
+  DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
+  DEFAULT_EVICTION_HARD,
+  defaultKubeletConfig,
+} from './defaults.js';
+export {
+  checkFieldNames,
+  MAX_CONFIG_FILE_BYTES,
+  parseKubeletConfigFile,
+} from './decode.js';
+export { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
+export { validateKubeletConfig } from './validation.js';
+export { IMPLEMENTED_FEATURE_GATES, KNOWN_FEATURE_GATES } from './feature-gates.js';
+export {
+  applyFlagOverrides,
   type KubeletFlags,
-  loadConfig,
   parseKubeletFlags,
   type ParsedFlags,
-  type ReadFileFn,
   usage,
 } from './flags.js';
+export { loadConfig, type ReadFileFn } from './load.js';

@@ -2,19 +2,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { ConfigError } from '../../src/config/errors.js';
-import { loadConfig, parseKubeletFlags, type ReadFileFn, usage } from '../../src/config/flags.js';
+import { loadConfig, parseKubeletFlags, type ReadFileFn, usage } from '../../src/config/index.js';
 
 const CONFIG_YAML = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 maxPods: 250
 syncFrequency: 30s
-cgroupDriver: systemd
+cgroupDriver: cgroupfs
 readOnlyPort: 0
 healthzPort: 10248
 staticPodPath: manifests
 featureGates:
-  A: true
-  B: true
+  EventedPLEG: true
+  NodeSwap: true
 rotateCertificates: true
 `;
 
@@ -54,7 +54,7 @@ describe('parseKubeletFlags', () => {
       '--max-pods=300',
       '--sync-frequency', '15s',
       '--fail-swap-on=false',
-      '--feature-gates=A=true,B=false',
+      '--feature-gates=EventedPLEG=true,NodeSwap=false',
       '--stats-backend', 'fs',
     ]);
     assert.equal(flags.kubeconfig, '/etc/kubernetes/kubelet.conf');
@@ -67,7 +67,7 @@ describe('parseKubeletFlags', () => {
       maxPods: 300,
       syncFrequency: 15_000,
       failSwapOn: false,
-      featureGates: { A: true, B: false },
+      featureGates: { EventedPLEG: true, NodeSwap: false },
       statsBackend: 'fs',
     });
   });
@@ -98,8 +98,8 @@ describe('parseKubeletFlags', () => {
   });
 
   it('merges repeated --feature-gates', () => {
-    const { overrides } = parseKubeletFlags(['--feature-gates=A=true', '--feature-gates', 'B=false,A=false']);
-    assert.deepEqual(overrides.featureGates, { A: false, B: false });
+    const { overrides } = parseKubeletFlags(['--feature-gates=EventedPLEG=true', '--feature-gates', 'NodeSwap=false,EventedPLEG=false']);
+    assert.deepEqual(overrides.featureGates, { EventedPLEG: false, NodeSwap: false });
   });
 
   it('warns that config-field flags are deprecated, as upstream', () => {
@@ -118,7 +118,9 @@ describe('parseKubeletFlags', () => {
     [['--sync-frequency=10'], '--sync-frequency', 'missing unit in duration "10"'],
     [['--fail-swap-on=maybe'], '--fail-swap-on', 'invalid argument "maybe"'],
     [['--feature-gates=A'], '--feature-gates', 'missing bool value'],
-    [['--feature-gates=A=yes'], '--feature-gates', 'invalid value of A=yes'],
+    [['--feature-gates=NodeSwap=yes'], '--feature-gates', 'invalid value of NodeSwap=yes'],
+    [['--feature-gates=Foo=true'], '--feature-gates', 'unrecognized feature gate: Foo'],
+    [['--feature-gates=EventedPLEG=true,evictedpleg=true'], '--feature-gates', 'unrecognized feature gate: evictedpleg'],
     [['--node-ip=node-a'], '--node-ip', 'is not an IP address'],
     [['-v=high'], '-v', 'invalid argument "high"'],
     [['run'], '', 'unknown command "run"'],
@@ -158,7 +160,7 @@ describe('loadConfig', () => {
         '--max-pods', '500',
         '--read-only-port=10255',
         '--cgroup-driver=cgroupfs',
-        '--feature-gates=B=false,C=true',
+        '--feature-gates=NodeSwap=false,KubeletTracing=true',
         '--container-runtime-endpoint=unix:///run/crio/crio.sock',
         '--pod-manifest-path=/srv/static',
       ],
@@ -169,21 +171,26 @@ describe('loadConfig', () => {
     assert.equal(config.maxPods, 500);
     assert.equal(config.readOnlyPort, 10255);
     assert.equal(config.cgroupDriver, 'cgroupfs');
-    assert.deepEqual(config.featureGates, { A: true, B: false, C: true });
+    assert.deepEqual(config.featureGates, { EventedPLEG: true, NodeSwap: false, KubeletTracing: true });
     assert.equal(config.containerRuntimeEndpoint, 'unix:///run/crio/crio.sock');
     assert.equal(config.staticPodPath, '/srv/static');
     // Not overridden: the file's value, and the file's secure v1beta1 defaults.
     assert.equal(config.syncFrequency, 30_000);
     assert.equal(config.authorization.mode, 'Webhook');
     assert.equal(config.authentication.anonymous.enabled, false);
-    assert.ok(warnings.some((w) => w.includes('field rotateCertificates is not supported by kubelet-ts')));
+    assert.ok(warnings.some((w) => w.includes('field rotateCertificates is not implemented by kubelet-ts yet; ignored')));
+    // Set to non-defaults, and not implemented: each is named (maxPods by the flag, the gates by the file and the flag).
+    assert.ok(warnings.includes('field maxPods is not implemented by kubelet-ts yet; ignored'), JSON.stringify(warnings));
+    assert.ok(warnings.includes('feature gate NodeSwap is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(warnings.includes('feature gate KubeletTracing is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(!warnings.some((w) => w.includes('EventedPLEG')), 'EventedPLEG is implemented');
     assert.ok(warnings.some((w) => w.startsWith('Flag --max-pods has been deprecated')));
   });
 
   it('flag defaults do not override the file', async () => {
     const readFile = fakeReadFile({ '/etc/kubelet/config.yaml': CONFIG_YAML });
     const { config } = await loadConfig(['--config', '/etc/kubelet/config.yaml'], readFile);
-    assert.equal(config.cgroupDriver, 'systemd');
+    assert.equal(config.cgroupDriver, 'cgroupfs');
     assert.equal(config.maxPods, 250);
     assert.equal(config.readOnlyPort, 0);
     // Relative paths in the file are relative to the file's directory.
@@ -199,6 +206,44 @@ describe('loadConfig', () => {
     await assert.rejects(
       loadConfig(['--sync-frequency=0s'], readFile),
       (err: unknown) => err instanceof ConfigError && err.field === 'syncFrequency',
+    );
+    await assert.rejects(
+      loadConfig(['--file-check-frequency=1ns'], readFile),
+      (err: unknown) => err instanceof ConfigError && err.field === 'fileCheckFrequency' && err.message.includes('at least 1s'),
+    );
+  });
+
+  it('names --kubeconfig and every not-implemented setting given a non-default value', async () => {
+    const { warnings } = await loadConfig(
+      ['--kubeconfig=/etc/kubernetes/kubelet.conf', '--max-pods=20', '--fail-swap-on=false', '--feature-gates=NodeSwap=true'],
+      fakeReadFile({}),
+    );
+    assert.ok(warnings.includes('flag --kubeconfig (API server mode) is not implemented by kubelet-ts yet; ignored (kubelet-ts runs standalone)'), JSON.stringify(warnings));
+    assert.ok(warnings.includes('field maxPods is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(warnings.includes('field failSwapOn is not implemented by kubelet-ts yet; ignored'));
+    assert.ok(warnings.includes('feature gate NodeSwap is not implemented by kubelet-ts yet; ignored'));
+  });
+
+  it('says nothing about not-implemented fields left at their defaults, with or without a file', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110\ncgroupDriver: cgroupfs\nfailSwapOn: true\n';
+    const withFile = await loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml }));
+    assert.deepEqual(withFile.warnings, []);
+    // Without --config the legacy defaults (AlwaysAllow, anonymous auth, port 10255) are the baseline.
+    const without = await loadConfig([], fakeReadFile({}));
+    assert.deepEqual(without.warnings, []);
+  });
+
+  it('names the nested leaf of a not-implemented struct', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  webhook:\n    cacheTTL: 5m\n';
+    const { warnings } = await loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml }));
+    assert.deepEqual(warnings, ['field authentication.webhook.cacheTTL is not implemented by kubelet-ts yet; ignored']);
+  });
+
+  it('rejects an unknown feature gate in the file, with upstream\'s message', async () => {
+    const yaml = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  Foo: true\n';
+    await assert.rejects(
+      loadConfig(['--config=/c.yaml'], fakeReadFile({ '/c.yaml': yaml })),
+      (err: unknown) => err instanceof ConfigError && err.field === 'featureGates[Foo]' && err.message.includes('unrecognized feature gate: Foo'),
     );
   });
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
@@ -14,7 +15,8 @@ import {
   resolveRelativePaths,
   UPSTREAM_V1BETA1_FIELDS,
   validateKubeletConfig,
-} from '../../src/config/kubelet-config.js';
+} from '../../src/config/index.js';
+import { notImplementedWarnings } from '../../src/config/schema.js';
 
 /** test/fixtures/config/<name>, found above this file (source or dist) or the working directory. */
 function fixturePath(name: string): string {
@@ -125,7 +127,7 @@ describe('a kubeadm-generated config', () => {
   const { config, warnings } = loadFixture('kubeadm-kubelet-config.yaml');
 
   it('loads the fields it sets', () => {
-    assert.equal(config.cgroupDriver, 'systemd');
+    assert.equal(config.cgroupDriver, 'cgroupfs');
     assert.deepEqual(config.clusterDNS, ['10.96.0.10']);
     assert.equal(config.clusterDomain, 'cluster.local');
     assert.equal(config.staticPodPath, '/etc/kubernetes/manifests');
@@ -153,24 +155,89 @@ describe('a kubeadm-generated config', () => {
     assert.equal(config.containerRuntimeEndpoint, 'unix:///run/containerd/containerd.sock');
   });
 
-  it('warns once for each upstream field kubelet-ts ignores, naming it', () => {
-    for (const field of [
-      'cpuManagerReconcilePeriod',
-      'imageMaximumGCAge',
-      'logging',
-      'memorySwap',
-      'resolvConf',
-      'rotateCertificates',
-    ]) {
-      const hits = warnings.filter((w) => w.includes(`field ${field} is not supported by kubelet-ts, ignored`));
+  it('warns once for each upstream field kubelet-ts does not model and that is set, naming it', () => {
+    // cpuManagerReconcilePeriod: 0s, imageMaximumGCAge: 0s and memorySwap: {} are Go zero values: unset.
+    for (const field of ['logging', 'resolvConf', 'rotateCertificates']) {
+      const hits = warnings.filter((w) => w.includes(`field ${field} is not implemented by kubelet-ts yet; ignored`));
       assert.equal(hits.length, 1, `warnings for ${field}: ${JSON.stringify(warnings)}`);
     }
-    assert.equal(warnings.length, 6, JSON.stringify(warnings));
+    assert.equal(warnings.length, 3, JSON.stringify(warnings));
     assert.ok(warnings.every((w) => w.includes('kubeadm-kubelet-config.yaml')));
   });
 
   it('validates', () => {
     validateKubeletConfig(config);
+  });
+
+  it('names the modeled fields it sets that kubelet-ts does not implement', () => {
+    const names = notImplementedWarnings(config, defaultKubeletConfig());
+    assert.deepEqual(names.sort(), [
+      'field authentication.x509.clientCAFile is not implemented by kubelet-ts yet; ignored',
+      'field clusterDNS is not implemented by kubelet-ts yet; ignored',
+      'field clusterDomain is not implemented by kubelet-ts yet; ignored',
+    ]);
+  });
+
+  it('is refused with the systemd cgroup driver kubeadm writes by default, naming cgroupDriver', () => {
+    const path = fixturePath('kubeadm-kubelet-config.yaml');
+    const text = readFileSync(path, 'utf8').replace('cgroupDriver: cgroupfs', 'cgroupDriver: systemd');
+    const parsed = parseKubeletConfigFile(text, path);
+    const c = resolveKubeletConfig(parsed.config, [], path);
+    assert.throws(() => validateKubeletConfig(c, path), isConfigError('cgroupDriver', 'only "cgroupfs"', 'kubeadm-kubelet-config.yaml'));
+  });
+});
+
+describe('overflowing and oversized values', () => {
+  const cases: Array<[string, string, string]> = [
+    ['maxPods: 1e300\n', 'maxPods', 'out of range for int32'],
+    ['maxPods: .inf\n', 'maxPods', 'expected an integer, got Infinity'],
+    ['eventRecordQPS: -1e300\n', 'eventRecordQPS', 'out of range'],
+    ['podPidsLimit: 1e19\n', 'podPidsLimit', 'out of range for int64'],
+    ['syncFrequency: 3000000h\n', 'syncFrequency', 'invalid duration'],
+    ['fileCheckFrequency: 99999999999999999999999999s\n', 'fileCheckFrequency', 'invalid duration'],
+    ['evictionSoftGracePeriod:\n  memory.available: 9999999999999999999ms\n', 'evictionSoftGracePeriod[memory.available]', 'invalid duration'],
+    ['httpCheckFrequency: 1000h\n', 'httpCheckFrequency', 'at most 596h31m23.647s'],
+    ['fileCheckFrequency: 1ns\n', 'fileCheckFrequency', 'at least 1s'],
+    ['fileCheckFrequency: -20s\n', 'fileCheckFrequency', 'must not be negative'],
+    ['containerLogMaxSize: "1e300"\n', 'containerLogMaxSize', 'out of range'],
+    ['kubeReserved:\n  memory: 100Ei\n', 'kubeReserved[memory]', 'out of range'],
+  ];
+  for (const [body, field, fragment] of cases) {
+    it(`rejects ${JSON.stringify(body.trim())} naming ${field}`, () => {
+      assert.throws(() => {
+        const { config } = fromYaml(body, 'big.yaml');
+        validateKubeletConfig(config, 'big.yaml');
+      }, isConfigError(field, fragment, 'big.yaml'));
+    });
+  }
+
+  it('refuses a file over 1 MiB, naming the file and the limit', () => {
+    const text = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n#${'x'.repeat(1024 * 1024)}\n`;
+    assert.throws(() => parseKubeletConfigFile(text, '/etc/kubelet/huge.yaml'), isConfigError('', '/etc/kubelet/huge.yaml', 'larger than the limit of 1048576 bytes'));
+  });
+
+  it('survives deep documents in one process (V8 used to abort in the YAML parser near the stack end)', () => {
+    // In a fresh process: a deep flow document, then a deep block sequence, aborted node
+    // (FATAL "RegExpCompiler Allocation failed", exit 134) before the nesting bound.
+    const config = new URL('../../src/config/index.js', import.meta.url).href;
+    const script = `
+      const { loadConfig, ConfigError } = await import(${JSON.stringify(config)});
+      const docs = ['['.repeat(20000) + ']'.repeat(20000), '{"a":'.repeat(20000) + '1' + '}'.repeat(20000), '- '.repeat(5000) + 'x\\n'];
+      for (const text of docs) {
+        try { await loadConfig(['--config', '/f'], async () => text); } catch (e) { if (!(e instanceof ConfigError)) throw e; }
+      }
+      console.log('survived');`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''}: ${r.stderr.slice(0, 300)}`);
+    assert.match(r.stdout, /survived/);
+  });
+
+  it('refuses nesting no KubeletConfiguration has, naming where', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { k: deep };
+    const text = JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', logging: deep });
+    assert.throws(() => parseKubeletConfigFile(text, 'deep.json'), isConfigError(`logging${'.k'.repeat(31)}`, 'nested deeper than 32 levels'));
+    assert.throws(() => parseKubeletConfigFile(`${'- '.repeat(5000)}x\n`, 'deep.yaml'), isConfigError('', 'nested deeper than 128 levels'));
   });
 });
 
@@ -252,7 +319,7 @@ describe('parseKubeletConfigFile', () => {
     const { config, warnings } = loadFixture('unknown-fields.yaml');
     assert.ok(warnings.some((w) => w.includes('unknown field "maxPodz"')), JSON.stringify(warnings));
     assert.ok(warnings.some((w) => w.includes('unknown field "authentication.webhook.cacheTtl"')), JSON.stringify(warnings));
-    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not supported by kubelet-ts, ignored')));
+    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not implemented by kubelet-ts yet; ignored')));
     assert.equal(warnings.length, 3, JSON.stringify(warnings));
     assert.equal(config.maxPods, 250);
     assert.equal(config.statsBackend, 'fs');
@@ -438,7 +505,16 @@ describe('validateKubeletConfig', () => {
     [{ staticPodURL: 'not a url' }, 'staticPodURL', 'http(s) URL'],
     [{ address: 'localhost' }, 'address', 'IP address'],
     [{ clusterDNS: ['10.96.0.10', 'dns'] }, 'clusterDNS[1]', 'IP address'],
-    [{ syncFrequency: 0 }, 'syncFrequency', 'greater than 0'],
+    [{ syncFrequency: 0 }, 'syncFrequency', 'at least 1s'],
+    [{ fileCheckFrequency: 1 }, 'fileCheckFrequency', "must be at least 1s (kubelet-ts's minimum: a shorter period spins), got 1ms"],
+    [{ httpCheckFrequency: 999 }, 'httpCheckFrequency', 'at least 1s'],
+    [{ runtimeRequestTimeout: 0 }, 'runtimeRequestTimeout', 'greater than 0'],
+    [{ fileCheckFrequency: 2 ** 31 }, 'fileCheckFrequency', 'at most 596h31m23.647s'],
+    [{ syncFrequency: 1000 * 3_600_000 }, 'syncFrequency', 'at most 596h31m23.647s'],
+    [{ cgroupDriver: 'systemd' }, 'cgroupDriver', 'systemd cgroup driver is not implemented by kubelet-ts'],
+    [{ featureGates: { EventedPLEG: true, Foo: true } }, 'featureGates[Foo]', 'unrecognized feature gate: Foo'],
+    [{ containerLogMaxSize: '10E' }, 'containerLogMaxSize', 'out of range'],
+    [{ systemReserved: { memory: '1e300' } }, 'systemReserved[memory]', 'out of range'],
     [{ shutdownGracePeriod: 500 }, 'shutdownGracePeriod', '>= 1s'],
     [{ shutdownGracePeriod: 10_000, shutdownGracePeriodCriticalPods: 20_000 }, 'shutdownGracePeriodCriticalPods', 'must be <= shutdownGracePeriod 10s'],
     [{ systemReserved: { gpu: '1' } }, 'systemReserved[gpu]', 'cannot reserve "gpu"'],

@@ -1,0 +1,218 @@
+// The field table: every KubeletConfiguration field (and kubelet-ts flag-only setting),
+// and whether kubelet-ts implements it. A setting kubelet-ts accepts either works or is
+// reported at start-up, by name, as not implemented. test/config/field-readers.test.ts
+// keeps this table honest: an implemented field must be read by code outside src/config,
+// and a field read there must be declared implemented.
+
+import type { KubeletFlags } from './flags.js';
+import type { KubeletConfig } from './kubelet-config.js';
+
+export type FieldSupport = 'implemented' | 'not-implemented';
+
+/**
+ * Every field of KubeletConfig (the compiler insists on each), with its support.
+ * Not implemented: parsed, defaulted and validated as upstream, then ignored, with a
+ * start-up warning when set to anything but its default.
+ */
+export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> = {
+  // Static pods and the sync loop.
+  staticPodPath: 'implemented',
+  fileCheckFrequency: 'implemented',
+  staticPodURL: 'implemented',
+  staticPodURLHeader: 'implemented',
+  httpCheckFrequency: 'implemented',
+  syncFrequency: 'implemented',
+  podLogsDir: 'implemented',
+  // The runtime and images.
+  containerRuntimeEndpoint: 'implemented',
+  imageServiceEndpoint: 'implemented',
+  runtimeRequestTimeout: 'implemented',
+  serializeImagePulls: 'implemented',
+  maxParallelImagePulls: 'implemented',
+  cgroupRoot: 'implemented',
+  featureGates: 'implemented',
+  // The read-only and healthz servers.
+  address: 'implemented',
+  readOnlyPort: 'implemented',
+  healthzBindAddress: 'implemented',
+  healthzPort: 'implemented',
+  // kubelet-ts's own.
+  statsBackend: 'implemented',
+  oomWatcher: 'implemented',
+
+  // The secured API server (port 10250) and its auth: not there yet.
+  enableServer: 'not-implemented',
+  port: 'not-implemented',
+  authentication: 'not-implemented',
+  authorization: 'not-implemented',
+  enableDebuggingHandlers: 'not-implemented',
+  streamingConnectionIdleTimeout: 'not-implemented',
+  // The API server connection: node registration, status, lease, events.
+  registerNode: 'not-implemented',
+  nodeStatusUpdateFrequency: 'not-implemented',
+  nodeStatusReportFrequency: 'not-implemented',
+  nodeLeaseDurationSeconds: 'not-implemented',
+  eventRecordQPS: 'not-implemented',
+  eventBurst: 'not-implemented',
+  // Pod DNS.
+  clusterDomain: 'not-implemented',
+  clusterDNS: 'not-implemented',
+  // Node allocatable, cgroups, admission.
+  cgroupsPerQOS: 'not-implemented',
+  // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.
+  cgroupDriver: 'not-implemented',
+  maxPods: 'not-implemented',
+  podPidsLimit: 'not-implemented',
+  systemReserved: 'not-implemented',
+  kubeReserved: 'not-implemented',
+  systemReservedCgroup: 'not-implemented',
+  kubeReservedCgroup: 'not-implemented',
+  enforceNodeAllocatable: 'not-implemented',
+  protectKernelDefaults: 'not-implemented',
+  failSwapOn: 'not-implemented',
+  // Eviction.
+  evictionHard: 'not-implemented',
+  evictionSoft: 'not-implemented',
+  evictionSoftGracePeriod: 'not-implemented',
+  evictionMinimumReclaim: 'not-implemented',
+  evictionPressureTransitionPeriod: 'not-implemented',
+  evictionMaxPodGracePeriod: 'not-implemented',
+  // Garbage collection, log rotation, volume stats.
+  imageMinimumGCAge: 'not-implemented',
+  imageGCHighThresholdPercent: 'not-implemented',
+  imageGCLowThresholdPercent: 'not-implemented',
+  containerLogMaxSize: 'not-implemented',
+  containerLogMaxFiles: 'not-implemented',
+  volumeStatsAggPeriod: 'not-implemented',
+  // Graceful node shutdown.
+  shutdownGracePeriod: 'not-implemented',
+  shutdownGracePeriodCriticalPods: 'not-implemented',
+};
+
+/** The settings that exist only as flags; 'loader': consumed while loading the config. */
+export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'loader'>> = {
+  configFile: 'loader',
+  // API server mode arrives with the API server issue; until then kubelet-ts runs standalone.
+  kubeconfig: 'not-implemented',
+  rootDir: 'implemented',
+  hostnameOverride: 'implemented',
+  nodeIP: 'implemented',
+  verbosity: 'implemented',
+  help: 'implemented',
+};
+
+/** The KubeletConfiguration fields kubelet-ts models (parses, defaults, validates). */
+export const MODELED_FIELDS: ReadonlySet<string> = new Set(Object.keys(FIELD_SUPPORT));
+
+export function isImplemented(field: keyof KubeletConfig): boolean {
+  return FIELD_SUPPORT[field] === 'implemented';
+}
+
+/** The start-up warning for a setting kubelet-ts accepts and does not act on. */
+export function notImplementedMessage(what: string): string {
+  return `${what} is not implemented by kubelet-ts yet; ignored`;
+}
+
+/** Every top-level field of upstream's v1beta1 KubeletConfiguration (recent releases). */
+export const UPSTREAM_V1BETA1_FIELDS: ReadonlySet<string> = new Set([
+  'enableServer', 'staticPodPath', 'podLogsDir', 'syncFrequency', 'fileCheckFrequency',
+  'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'address', 'port', 'readOnlyPort',
+  'tlsCertFile', 'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsCurvePreferences', 'tlsMinVersion',
+  'rotateCertificates', 'serverTLSBootstrap', 'authentication', 'authorization',
+  'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
+  'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst',
+  'enableDebuggingHandlers', 'enableContentionProfiling', 'healthzPort', 'healthzBindAddress',
+  'oomScoreAdj', 'clusterDomain', 'clusterDNS', 'streamingConnectionIdleTimeout',
+  'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency', 'nodeLeaseDurationSeconds',
+  'imageMinimumGCAge', 'imageMaximumGCAge', 'imageGCHighThresholdPercent',
+  'imageGCLowThresholdPercent', 'volumeStatsAggPeriod', 'kubeletCgroups', 'systemCgroups',
+  'cgroupRoot', 'cgroupsPerQOS', 'cgroupDriver', 'cpuManagerPolicy', 'singleProcessOOMKill',
+  'cpuManagerPolicyOptions', 'cpuManagerReconcilePeriod', 'draManagerReconcilePeriod',
+  'memoryManagerPolicy', 'topologyManagerPolicy', 'topologyManagerScope',
+  'topologyManagerPolicyOptions', 'qosReserved', 'runtimeRequestTimeout', 'hairpinMode',
+  'maxPods', 'podCIDR', 'podPidsLimit', 'resolvConf', 'runOnce', 'cpuCFSQuota',
+  'cpuCFSQuotaPeriod', 'nodeStatusMaxImages', 'maxOpenFiles', 'contentType', 'kubeAPIQPS',
+  'kubeAPIBurst', 'serializeImagePulls', 'maxParallelImagePulls', 'evictionHard',
+  'evictionSoft', 'evictionSoftGracePeriod', 'evictionPressureTransitionPeriod',
+  'evictionMaxPodGracePeriod', 'evictionMinimumReclaim', 'mergeDefaultEvictionSettings',
+  'podsPerCore', 'enableControllerAttachDetach', 'protectKernelDefaults',
+  'makeIPTablesUtilChains', 'iptablesMasqueradeBit', 'iptablesDropBit', 'featureGates',
+  'failSwapOn', 'memorySwap', 'containerLogMaxSize', 'containerLogMaxFiles',
+  'containerLogMaxWorkers', 'containerLogMonitorInterval',
+  'configMapAndSecretChangeDetectionStrategy', 'systemReserved', 'kubeReserved',
+  'reservedSystemCPUs', 'showHiddenMetricsForVersion', 'systemReservedCgroup',
+  'kubeReservedCgroup', 'enforceNodeAllocatable', 'allowedUnsafeSysctls', 'volumePluginDir',
+  'providerID', 'kernelMemcgNotification', 'logging', 'enableSystemLogHandler',
+  'enableSystemLogQuery', 'shutdownGracePeriod', 'shutdownGracePeriodCriticalPods',
+  'shutdownGracePeriodByPodPriority', 'crashLoopBackOff', 'reservedMemory',
+  'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault',
+  'memoryThrottlingFactor', 'memoryReservationPolicy', 'registerWithTaints', 'registerNode',
+  'tracing', 'localStorageCapacityIsolation', 'containerRuntimeEndpoint',
+  'imageServiceEndpoint', 'failCgroupV1', 'userNamespaces', 'podHousekeepingPeriod',
+]);
+
+/** kubelet-ts's own top-level fields (accepted in the file, not upstream). */
+export const KUBELET_TS_FIELDS: ReadonlySet<string> = new Set(['statsBackend', 'oomWatcher']);
+
+/** Known keys of the nested structs kubelet-ts models (anything else there is unknown). */
+export const NESTED_FIELDS: Readonly<Record<string, ReadonlySet<string>>> = {
+  authentication: new Set(['anonymous', 'webhook', 'x509']),
+  'authentication.anonymous': new Set(['enabled']),
+  'authentication.webhook': new Set(['enabled', 'cacheTTL']),
+  'authentication.x509': new Set(['clientCAFile']),
+  authorization: new Set(['mode', 'webhook']),
+  'authorization.webhook': new Set(['cacheAuthorizedTTL', 'cacheUnauthorizedTTL']),
+};
+
+/** Eviction signals upstream knows (pkg/kubelet/eviction/api). */
+export const EVICTION_SIGNALS: ReadonlySet<string> = new Set([
+  'memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available',
+  'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree',
+  'allocatableMemory.available', 'pid.available',
+]);
+
+/** Resources that systemReserved / kubeReserved may name (upstream parseResourceList). */
+export const RESERVABLE_RESOURCES: ReadonlySet<string> = new Set(['cpu', 'memory', 'ephemeral-storage', 'pid']);
+
+export const ENFORCE_NODE_ALLOCATABLE_KEYS: readonly string[] = [
+  'pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved',
+  'kube-reserved-compressible', 'none',
+];
+
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const ka = Object.keys(a);
+    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+/**
+ * Warnings naming each not-implemented field whose value differs from `baseline` (the
+ * defaults the config started from); structs (authentication, authorization) are named
+ * down to the leaf that differs.
+ */
+export function notImplementedWarnings(config: KubeletConfig, baseline: KubeletConfig): string[] {
+  const out: string[] = [];
+  const walk = (path: string, value: unknown, base: unknown): void => {
+    if (deepEqual(value, base)) return;
+    if (NESTED_FIELDS[path] !== undefined && isPlainObject(value) && isPlainObject(base)) {
+      for (const key of Object.keys(value)) walk(`${path}.${key}`, value[key], base[key]);
+      return;
+    }
+    out.push(notImplementedMessage(`field ${path}`));
+  };
+  for (const [field, support] of Object.entries(FIELD_SUPPORT)) {
+    if (support !== 'not-implemented') continue;
+    const key = field as keyof KubeletConfig;
+    walk(field, config[key], baseline[key]);
+  }
+  return out;
+}
