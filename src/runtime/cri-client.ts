@@ -200,6 +200,8 @@ export class CriClient {
   readonly maxMessageBytes: number;
   readonly #runtime: grpc.Client;
   readonly #image: grpc.Client;
+  /** Calls in flight: close() cancels them, so a shutdown never waits out a deadline. */
+  readonly #inflight = new Set<grpc.ClientUnaryCall>();
   #closed = false;
 
   constructor(opts: CriClientOptions) {
@@ -227,10 +229,12 @@ export class CriClient {
         : new grpc.Client(imageTarget, grpc.credentials.createInsecure(), channelOptions);
   }
 
-  /** Closes both channels; calls after this fail. */
+  /** Closes both channels and cancels the calls in flight (they fail CANCELLED); calls after this fail. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const call of this.#inflight) call.cancel();
+    this.#inflight.clear();
     this.#image.close();
     this.#runtime.close();
   }
@@ -246,8 +250,10 @@ export class CriClient {
     const def = defs[service][method];
     if (!def) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
     if (signal?.aborted) throw new CriError(method, grpc.status.CANCELLED, 'aborted before the call');
+    if (this.#closed) throw new CriError(method, grpc.status.CANCELLED, 'the CRI client is closed');
     const client = service === 'runtime' ? this.#runtime : this.#image;
     const callOptions: grpc.CallOptions = deadlineMs === null ? {} : { deadline: Date.now() + deadlineMs };
+    const inflight = this.#inflight;
     return new Promise<Res>((resolvePromise, reject) => {
       const call = client.makeUnaryRequest<object, object>(
         def.path,
@@ -257,11 +263,13 @@ export class CriClient {
         new grpc.Metadata(),
         callOptions,
         (err, value) => {
+          inflight.delete(call);
           signal?.removeEventListener('abort', onAbort);
           if (err) reject(toCriError(method, err));
           else resolvePromise(value as Res);
         },
       );
+      inflight.add(call);
       function onAbort(): void {
         call.cancel();
       }
@@ -392,12 +400,14 @@ export class CriClient {
    * Runs cmd in the container and returns its output and exit code (a non-zero exit is not an
    * error here). timeoutSeconds 0 means no deadline, as upstream; else it is added to the request timeout.
    */
-  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, signal?: AbortSignal): Promise<ExecSyncResponse> {
     const deadline = timeoutSeconds > 0 ? this.timeoutMs + timeoutSeconds * 1000 : null;
-    return this.#runtimeCall<ExecSyncResponse>(
+    return this.#unary<ExecSyncResponse>(
+      'runtime',
       'ExecSync',
       { container_id: containerId, cmd, timeout: Math.max(0, timeoutSeconds) },
       deadline,
+      signal,
     );
   }
 
