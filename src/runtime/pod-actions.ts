@@ -65,16 +65,23 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus): PodAction
       actions.createSandbox = false;
       return actions;
     }
-    if (initContainers.length > 0) {
-      actions.initContainersToStart = [0];
-      return actions;
-    }
+    const toStart: number[] = [];
     pod.spec.containers.forEach((c, i) => {
       const s = latest.get(c.name);
       if (policy === 'OnFailure' && s?.state === 'exited' && s.exitCode === 0) return;
       if (policy === 'Never' && s && s.state !== 'created') return;
-      actions.containersToStart.push(i);
+      toStart.push(i);
     });
+    // Initialized and nothing left to start (an OnFailure pod that succeeded): only kill it.
+    if (toStart.length === 0 && initializationDone(pod, latest)) {
+      actions.createSandbox = false;
+      return actions;
+    }
+    if (initContainers.length > 0) {
+      actions.initContainersToStart = [0];
+      return actions;
+    }
+    actions.containersToStart = toStart;
     return actions;
   }
 
@@ -143,10 +150,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus): PodAction
     }
     keepCount++;
   });
-  for (const c of initContainers) {
-    specNames.add(c.name);
-    if (isRestartableInit(c) && latest.get(c.name)?.state === 'running') keepCount++;
-  }
+  for (const c of initContainers) specNames.add(c.name);
   // Running containers the spec no longer names, and older attempts still running.
   for (const s of status.containerStatuses) {
     if (s.state !== 'running') continue;
@@ -156,8 +160,22 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus): PodAction
       }
     }
   }
-  if (keepCount === 0 && actions.containersToStart.length === 0) actions.killPod = true;
+  // Sidecars do not keep a pod alive: with no regular container to keep or start, it is done.
+  if (keepCount === 0 && actions.containersToStart.length === 0) {
+    actions.killPod = true;
+    actions.initContainersToStart = [];
+  }
   return actions;
+}
+
+/** Every init container has done its part: run-to-completion ones succeeded, sidecars started (upstream: findNextInitContainerToRun's done, or a regular container started). */
+function initializationDone(pod: Pod, latest: Map<string, ContainerRuntimeStatus>): boolean {
+  const init = pod.spec.initContainers ?? [];
+  if (init.some(isRestartableInit)) return pod.spec.containers.some((c) => latest.has(c.name) && latest.get(c.name)!.state !== 'created');
+  return init.every((c) => {
+    const s = latest.get(c.name);
+    return s?.state === 'exited' && s.exitCode === 0;
+  });
 }
 
 function hasRunning(status: RuntimePodStatus): boolean {
