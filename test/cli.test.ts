@@ -3,8 +3,9 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -46,5 +47,41 @@ describe('kubelet-ts command line', () => {
     assert.equal(r.code, 0);
     assert.match(r.stdout, /--pod-manifest-path/);
     assert.match(r.stdout, /--container-runtime-endpoint/);
+  });
+});
+
+describe('kubelet-ts process lifetime', () => {
+  // Nothing else holds the event loop here: no server port, no addon, no static pod watch,
+  // and no runtime (its channel only retries). Only the syncLoop keeps the process up.
+  it('stays up with nothing to do (ports 0, no addon, no pod source) until SIGTERM, then exits 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-cli-life-'));
+    const child = spawn(process.execPath, [
+      join(repoRoot(), 'bin', 'kubelet-ts.mjs'),
+      '--container-runtime-endpoint', `unix://${dir}/none.sock`,
+      '--root-dir', join(dir, 'root'),
+      '--hostname-override', 'lifetime-node',
+      '--read-only-port', '0',
+      '--healthz-port', '0',
+      '--oom-watcher', 'off',
+      '--stats-backend', 'fs',
+    ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KTS_NATIVE_ADDON: join(dir, 'no-addon.node') } });
+    let logs = '';
+    child.stderr!.on('data', (d) => { logs += d; });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      // Wait for start-up, then a while longer: the process must still be there.
+      const startBy = Date.now() + 20_000;
+      while (!logs.includes('Started kubelet') && child.exitCode === null && Date.now() < startBy) await sleep(50);
+      assert.match(logs, /Started kubelet/);
+      await sleep(1500);
+      assert.equal(child.exitCode, null, `kubelet-ts exited by itself:\n${logs}`);
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, sleep(15_000).then(() => 'still running')]);
+      assert.equal(code, 0, logs);
+      assert.match(logs, /Shutting down; pods keep running/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
