@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { CriEndpointError } from './errors.js';
 import {
   CRI_INVALID_RESPONSE,
   CRI_PROTO_LOAD,
@@ -173,11 +174,11 @@ export function criEndpointToTarget(endpoint: string): string {
   const ep = endpoint.trim();
   if (ep.startsWith('unix://')) {
     const path = ep.slice('unix://'.length);
-    if (!path.startsWith('/')) throw new TypeError(`CRI endpoint ${endpoint}: unix socket path must be absolute`);
+    if (!path.startsWith('/')) throw new CriEndpointError(`CRI endpoint ${endpoint}: unix socket path must be absolute`);
     return `unix://${path}`;
   }
   if (ep.startsWith('/')) return `unix://${ep}`;
-  throw new TypeError(`CRI endpoint ${endpoint}: only unix sockets are supported (unix:///path or /path)`);
+  throw new CriEndpointError(`CRI endpoint ${endpoint}: only unix sockets are supported (unix:///path or /path)`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ export class CriClient {
   #closed = false;
 
   constructor(opts: CriClientOptions) {
-    if (!(opts.timeoutMs > 0)) throw new TypeError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
+    if (!(opts.timeoutMs > 0)) throw new CriEndpointError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
     this.runtimeEndpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint || opts.runtimeEndpoint;
     this.timeoutMs = opts.timeoutMs;

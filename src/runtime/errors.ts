@@ -22,3 +22,10 @@ export class ShutdownError extends KubeletError {
     super('ERR_SHUTDOWN', `${what}: kubelet-ts is shutting down`);
   }
 }
+
+/** A CRI endpoint or client setting kubelet-ts cannot use; names the endpoint or setting. */
+export class CriEndpointError extends KubeletError {
+  constructor(message: string) {
+    super('ERR_CRI_ENDPOINT', message);
+  }
+}
