@@ -102,7 +102,12 @@ export async function main(argv: string[]): Promise<number> {
 export function waitForShutdown(stop: () => Promise<void>, log: typeof rootLogger, clock: Clock = realClock, deadlineMs = SHUTDOWN_DEADLINE_MS): Promise<number> {
   return new Promise<number>((resolve) => {
     let signalled = false;
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const finish = (): void => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      resolve(0);
+    };
+    function onSignal(signal: NodeJS.Signals): void {
       if (signalled) {
         log.warn('Second signal; exiting now', { signal });
         process.exit(1);
@@ -111,7 +116,7 @@ export function waitForShutdown(stop: () => Promise<void>, log: typeof rootLogge
       log.info('Shutting down; pods keep running', { signal, deadlineMs });
       const deadline = clock.setTimeout(() => {
         log.warn('Shutdown did not finish in time; exiting anyway', { deadlineMs });
-        resolve(0);
+        finish();
       }, deadlineMs);
       // The deadline must fire even when nothing else keeps the process alive.
       deadline.ref?.();
@@ -119,9 +124,9 @@ export function waitForShutdown(stop: () => Promise<void>, log: typeof rootLogge
         .catch((err) => log.error('Error while shutting down', { err: (err as Error).message }))
         .finally(() => {
           deadline.cancel();
-          resolve(0);
+          finish();
         });
-    };
+    }
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });

@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './fixtures/runtime.js';
+import { waitForShutdown } from '../src/cli.js';
+import { FakeClock } from '../src/util/clock.js';
+import type { Logger } from '../src/util/log.js';
 
 const run = promisify(execFile);
 
@@ -83,5 +86,41 @@ describe('kubelet-ts process lifetime', () => {
       if (child.exitCode === null) child.kill('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('kubelet-ts shutdown on signals', () => {
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, v: () => ({ info: () => undefined }), with: () => quiet } as unknown as Logger;
+
+  it('resolves 0 once stop finished', async () => {
+    let stopped = false;
+    const done = waitForShutdown(async () => { stopped = true; }, quiet, new FakeClock(), 5000);
+    process.emit('SIGTERM');
+    assert.equal(await done, 0);
+    assert.equal(stopped, true);
+  });
+
+  it('resolves 0 at the deadline when stop hangs, and a second signal exits at once with 1', async () => {
+    const clock = new FakeClock();
+    const done = waitForShutdown(() => new Promise<void>(() => undefined), quiet, clock, 5000);
+    let resolved = false;
+    void done.then(() => { resolved = true; });
+    process.emit('SIGINT');
+    await sleep(10);
+    assert.equal(resolved, false);
+
+    const realExit = process.exit;
+    let exitCode: number | undefined;
+    process.exit = ((code?: number) => { exitCode = code; }) as typeof process.exit;
+    try {
+      process.emit('SIGTERM');
+    } finally {
+      process.exit = realExit;
+    }
+    assert.equal(exitCode, 1);
+
+    clock.step(5000);
+    assert.equal(await done, 0);
+    assert.equal(process.listenerCount('SIGTERM'), 0, 'the handlers are removed afterwards');
   });
 });
