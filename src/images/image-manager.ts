@@ -4,7 +4,6 @@
 import type { Container, Pod, PullPolicy } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { defaultImagePullPolicy, parseImageReference } from '../api/defaults.js';
-import type { CriClient } from '../runtime/cri-client.js';
 import type { PodSandboxConfig } from '../runtime/cri-types.js';
 import { Backoff } from '../util/backoff.js';
 import { KubeletError } from '../util/errors.js';
@@ -21,8 +20,11 @@ export class ImageError extends KubeletError {
   }
 }
 
-/** The image calls the manager makes (a CriClient, or a test double). */
-export type ImageCri = Pick<CriClient, 'imageStatus' | 'pullImage'>;
+/** The image calls the manager makes (a CriClient, or a test double): what it reads of the answers. */
+export interface ImageCri {
+  imageStatus(image: { image: string }): Promise<{ image: { id: string } | null }>;
+  pullImage(image: { image: string }, auth: undefined, sandboxConfig: PodSandboxConfig | undefined, opts: { signal?: AbortSignal }): Promise<{ image_ref: string }>;
+}
 
 export interface ImageManagerOptions {
   cri: ImageCri;
