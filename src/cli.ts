@@ -1,14 +1,20 @@
-// The kubelet-ts command: parse flags and config, start the kubelet, stop on SIGTERM/SIGINT.
-// A bad flag or config field exits non-zero before anything touches the runtime.
+// The kubelet-ts command: parse flags and config, build the kubelet's dependencies, start it,
+// stop on SIGTERM/SIGINT within a bounded time (pods keep running); a second signal exits at
+// once. A bad flag or config field exits non-zero before anything touches the runtime.
 
 import { loadConfig, usage, ConfigError } from './config/index.js';
-import { Kubelet } from './kubelet/kubelet.js';
+import { Kubelet, nodeNameFrom } from './kubelet/kubelet.js';
+import { buildDependencies } from './kubelet/dependencies.js';
 import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
+import { realClock, type Clock } from './util/clock.js';
+
+/** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
+export const SHUTDOWN_DEADLINE_MS = 5_000;
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
@@ -42,8 +48,26 @@ export async function main(argv: string[]): Promise<number> {
     });
   }
 
-  const kubelet = new Kubelet({ config, flags, log });
-  const stats = new StatsProvider({ host: kubelet, log });
+  let deps;
+  try {
+    deps = await buildDependencies(config, flags, nodeNameFrom(flags.hostnameOverride), log);
+  } catch (err) {
+    log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+    return 1;
+  }
+  const kubelet = new Kubelet({ config, flags, deps });
+  const stats = new StatsProvider({
+    host: {
+      nodeName: kubelet.nodeName,
+      config,
+      flags,
+      cri: deps.cri,
+      clock: deps.clock,
+      getPods: () => kubelet.getPods(),
+      podCgroupName: (pod) => kubelet.podCgroupName(pod),
+    },
+    log,
+  });
   const server = new KubeletServer({
     routes: new Map([...statsRoutes(stats), ['/metrics', metricsHandler(kubelet.metrics)]]),
     host: kubelet,
@@ -65,13 +89,45 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
 
+  return waitForShutdown(async () => {
+    stats.stop();
+    await Promise.all([kubelet.stop(), server.stop()]);
+  }, log);
+}
+
+/**
+ * Resolves 0 after the first SIGTERM/SIGINT once `stop` finished, or after the deadline if it
+ * did not; a second signal exits at once with 1 (as upstream's signal handler).
+ */
+export function waitForShutdown(stop: () => Promise<void>, log: typeof rootLogger, clock: Clock = realClock, deadlineMs = SHUTDOWN_DEADLINE_MS): Promise<number> {
   return new Promise<number>((resolve) => {
-    const shutdown = (signal: string): void => {
-      log.info('Shutting down; pods keep running', { signal });
-      stats.stop();
-      void Promise.all([kubelet.stop(), server.stop()]).finally(() => resolve(0));
+    let signalled = false;
+    const finish = (): void => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      resolve(0);
     };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
+    function onSignal(signal: NodeJS.Signals): void {
+      if (signalled) {
+        log.warn('Second signal; exiting now', { signal });
+        process.exit(1);
+      }
+      signalled = true;
+      log.info('Shutting down; pods keep running', { signal, deadlineMs });
+      const deadline = clock.setTimeout(() => {
+        log.warn('Shutdown did not finish in time; exiting anyway', { deadlineMs });
+        finish();
+      }, deadlineMs);
+      // The deadline must fire even when nothing else keeps the process alive.
+      deadline.ref?.();
+      void stop()
+        .catch((err) => log.error('Error while shutting down', { err: (err as Error).message }))
+        .finally(() => {
+          deadline.cancel();
+          finish();
+        });
+    }
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
 }

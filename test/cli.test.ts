@@ -3,12 +3,16 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './fixtures/runtime.js';
+import { waitForShutdown } from '../src/cli.js';
+import { FakeClock } from '../src/util/clock.js';
+import type { Logger } from '../src/util/log.js';
 
 const run = promisify(execFile);
 
@@ -99,5 +103,77 @@ describe('kubelet-ts command line', () => {
     const r = await withConfig(`${'- '.repeat(5000)}x\n`);
     assert.equal(r.code, 1, `exit ${r.code}: ${r.stderr.slice(0, 300)}`);
     assert.match(r.stderr, /nested deeper than/);
+  });
+});
+
+describe('kubelet-ts process lifetime', () => {
+  // Nothing else holds the event loop here: no server port, no addon, no static pod watch,
+  // and no runtime (its channel only retries). Only the syncLoop keeps the process up.
+  it('stays up with nothing to do (ports 0, no addon, no pod source) until SIGTERM, then exits 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-cli-life-'));
+    const child = spawn(process.execPath, [
+      join(repoRoot(), 'bin', 'kubelet-ts.mjs'),
+      '--container-runtime-endpoint', `unix://${dir}/none.sock`,
+      '--root-dir', join(dir, 'root'),
+      '--hostname-override', 'lifetime-node',
+      '--read-only-port', '0',
+      '--healthz-port', '0',
+      '--oom-watcher', 'off',
+      '--stats-backend', 'fs',
+    ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KTS_NATIVE_ADDON: join(dir, 'no-addon.node') } });
+    let logs = '';
+    child.stderr!.on('data', (d) => { logs += d; });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      // Wait for start-up, then a while longer: the process must still be there.
+      const startBy = Date.now() + 20_000;
+      while (!logs.includes('Started kubelet') && child.exitCode === null && Date.now() < startBy) await sleep(50);
+      assert.match(logs, /Started kubelet/);
+      await sleep(1500);
+      assert.equal(child.exitCode, null, `kubelet-ts exited by itself:\n${logs}`);
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, sleep(15_000).then(() => 'still running')]);
+      assert.equal(code, 0, logs);
+      assert.match(logs, /Shutting down; pods keep running/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('kubelet-ts shutdown on signals', () => {
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, v: () => ({ info: () => undefined }), with: () => quiet } as unknown as Logger;
+
+  it('resolves 0 once stop finished', async () => {
+    let stopped = false;
+    const done = waitForShutdown(async () => { stopped = true; }, quiet, new FakeClock(), 5000);
+    process.emit('SIGTERM');
+    assert.equal(await done, 0);
+    assert.equal(stopped, true);
+  });
+
+  it('resolves 0 at the deadline when stop hangs, and a second signal exits at once with 1', async () => {
+    const clock = new FakeClock();
+    const done = waitForShutdown(() => new Promise<void>(() => undefined), quiet, clock, 5000);
+    let resolved = false;
+    void done.then(() => { resolved = true; });
+    process.emit('SIGINT');
+    await sleep(10);
+    assert.equal(resolved, false);
+
+    const realExit = process.exit;
+    let exitCode: number | undefined;
+    process.exit = ((code?: number) => { exitCode = code; }) as typeof process.exit;
+    try {
+      process.emit('SIGTERM');
+    } finally {
+      process.exit = realExit;
+    }
+    assert.equal(exitCode, 1);
+
+    clock.step(5000);
+    assert.equal(await done, 0);
+    assert.equal(process.listenerCount('SIGTERM'), 0, 'the handlers are removed afterwards');
   });
 });

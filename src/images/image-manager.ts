@@ -4,9 +4,9 @@
 import type { Container, Pod, PullPolicy } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { defaultImagePullPolicy, parseImageReference } from '../api/defaults.js';
-import type { CriClient } from '../runtime/cri-client.js';
 import type { PodSandboxConfig } from '../runtime/cri-types.js';
 import { Backoff } from '../util/backoff.js';
+import { KubeletError } from '../util/errors.js';
 import { Reasons } from '../status/reasons.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -14,15 +14,22 @@ import type { Logger } from '../util/log.js';
 const { ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull, ImageInspectError } = Reasons;
 
 /** A failure to get a container's image, carrying upstream's reason as its code. */
-export class ImageError extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
-    this.name = 'ImageError';
+export class ImageError extends KubeletError {
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 }
 
+/** The image calls the manager makes (a CriClient, or a test double): what it reads of the answers. */
+export interface ImageCri {
+  imageStatus(image: { image: string }): Promise<{ image: { id: string } | null }>;
+  pullImage(image: { image: string }, auth: undefined, sandboxConfig: PodSandboxConfig | undefined, opts: { signal?: AbortSignal }): Promise<{ image_ref: string }>;
+}
+
 export interface ImageManagerOptions {
-  cri: CriClient;
+  cri: ImageCri;
+  /** Aborted at shutdown: pulls in flight are abandoned (PullImage has no deadline). */
+  signal?: AbortSignal;
   clock: Clock;
   log: Logger;
   serializeImagePulls: boolean;
@@ -84,7 +91,7 @@ export class ImageManager {
     try {
       present = await this.imageRef(image);
     } catch (err) {
-      throw new ImageError(ImageInspectError, `Failed to inspect image "${image}": ${(err as Error).message}`);
+      throw new ImageError(ImageInspectError, `Failed to inspect image "${image}": ${(err as Error).message}`, { cause: err });
     }
     if (policy === 'Never') {
       if (present) return present;
@@ -105,7 +112,7 @@ export class ImageManager {
       this.backoff.next(key);
       const msg = (err as Error).message;
       this.opts.log.warn('Failed to pull image', { pod: podFullName(pod), container: container.name, image, err: msg });
-      throw new ImageError(ErrImagePull, `Failed to pull image "${image}": ${msg}`);
+      throw new ImageError(ErrImagePull, `Failed to pull image "${image}": ${msg}`, { cause: err });
     }
   }
 
@@ -118,7 +125,7 @@ export class ImageManager {
     let p = this.inflight.get(image);
     if (!p) {
       p = this.pulls
-        .run(async () => (await this.opts.cri.pullImage({ image }, undefined, sandboxConfig)).image_ref)
+        .run(async () => (await this.opts.cri.pullImage({ image }, undefined, sandboxConfig, { signal: this.opts.signal })).image_ref)
         .finally(() => this.inflight.delete(image));
       this.inflight.set(image, p);
     }

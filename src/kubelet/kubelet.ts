@@ -1,51 +1,39 @@
-// The Kubelet: wires the subsystems and runs the syncLoop on the main thread. Pod sources,
-// PLEG events, the resync tick and housekeeping all arrive here and are dispatched to the
-// per-pod workers; nothing in the loop itself waits on I/O.
+// The Kubelet: wires the subsystems it is given (KubeletDependencies) and runs the syncLoop on
+// the main thread. Pod sources, PLEG events, the resync tick and housekeeping all arrive here
+// and are dispatched to the per-pod workers; nothing in the loop itself waits on I/O.
 
-import { mkdir, readFile, rm } from 'node:fs/promises';
-import { hostname, networkInterfaces } from 'node:os';
-import { join } from 'node:path';
-import type { Pod, PodStatus } from '../api/types.js';
+import { hostname } from 'node:os';
+import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
-import { CriClient } from '../runtime/cri-client.js';
-import { RuntimeManager } from '../runtime/runtime-manager.js';
-import type { RuntimePodStatus, ContainerStartFailure } from '../runtime/types.js';
-import { ImageManager } from '../images/image-manager.js';
+import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
-import { createPLEG, isSyncPodWorthy, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
-import { createPlegMetrics } from '../metrics/kubelet-metrics.js';
-import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
-import { generateAPIPodStatus } from '../status/generate.js';
 import { StatusManager } from '../status/status-manager.js';
-import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../cgroups/index.js';
-import { PodContainerManager } from '../cm/pod-container-manager.js';
-import { evictableContainers } from '../gc/container-gc.js';
-import { OomWatcher, crossCheckTerminatedReason, oomEventRecord, type OomEvent } from '../oom/index.js';
-import { Registry } from '../metrics/registry.js';
+import { oomEventRecord, type OomEvent } from '../oom/index.js';
+import type { Registry } from '../metrics/registry.js';
+import type { Clock, Timer } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, PodCgroups, PodSources } from './dependencies.js';
+import { KubeletStartError } from './errors.js';
 import { EventRecorder } from './event-recorder.js';
+import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
+import { PodSyncer, SYNC_ERROR_BACKOFF_MS } from './pod-sync.js';
 import { PodWorkers } from './pod-workers.js';
+import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
-import { realClock, type Clock, type Timer } from '../util/clock.js';
-import { rootLogger, type Logger } from '../util/log.js';
-import { podDir } from '../util/safe-path.js';
-import { buildPodLogsDirectory } from '../runtime/sandbox-config.js';
 
-/** upstream: housekeepingPeriod. */
-const HOUSEKEEPING_PERIOD_MS = 2_000;
-/** upstream: plegChannelCapacity. */
-const PLEG_CHANNEL_CAPACITY = 1000;
-/** upstream: backOffPeriod for a pod whose sync failed. */
-const SYNC_ERROR_BACKOFF_MS = 10_000;
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
+/** upstream: the syncLoop's resync ticker. */
+const SYNC_TICK_MS = 1_000;
+/** How long stop() waits for pod workers after abandoning their work; pods keep running. */
+export const STOP_TIMEOUT_MS = 3_000;
 
 export interface KubeletOptions {
   config: KubeletConfig;
   flags: KubeletFlags;
-  clock?: Clock;
-  log?: Logger;
+  deps: KubeletDependencies;
 }
 
 export interface HealthCheck {
@@ -60,168 +48,156 @@ export class Kubelet {
   readonly flags: KubeletFlags;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly cri: CriClient;
+  readonly cri: KubeletCri;
   readonly podManager = new PodManager();
   readonly statusManager = new StatusManager();
   readonly cache = new PodCache();
   readonly workQueue: WorkQueue;
   /** The kubelet's Prometheus registry (served at /metrics). */
-  readonly metrics = new Registry();
+  readonly metrics: Registry;
   readonly events: EventRecorder;
-  hostIPs: string[] = [];
-  memoryCapacityBytes = 0;
-
-  private runtime!: RuntimeManager;
-  private plegs!: Pleg;
-  private podWorkers!: PodWorkers;
-  private podConfig?: PodConfig;
-  private cgroups!: PodContainerManager;
-  private oom?: OomWatcher;
-  /** The node's cgroup mounts (known after start()). */
-  mounts!: CgroupMounts;
-  private readonly reasonCache = new Map<string, Map<string, ContainerStartFailure>>();
-  private readonly plegChannel: PodLifecycleEvent[] = [];
-  private plegDrainScheduled = false;
-  private timers: Timer[] = [];
-  private running = false;
-  private lastSyncLoopIteration = 0;
-  private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
+  readonly hostIPs: string[];
+  readonly memoryCapacityBytes: number;
   readonly manifestErrors: ManifestError[] = [];
 
+  private readonly deps: KubeletDependencies;
+  private readonly cgroups: PodCgroups;
+  private readonly runtime: KubeletRuntime;
+  private readonly podWorkers: PodWorkers;
+  private readonly syncLoop: SyncLoop;
+  private readonly syncer: PodSyncer;
+  private plegs?: KubeletPleg;
+  private podConfig?: PodSources;
+  private oom?: KubeletOomWatcher;
+  /** One live timer per periodic task: each tick replaces its own. */
+  private readonly timers = new Map<string, Timer>();
+  private running = false;
+  private stopping?: Promise<void>;
+  private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
+
   constructor(opts: KubeletOptions) {
+    const { deps } = opts;
+    this.deps = deps;
     this.config = opts.config;
     this.flags = opts.flags;
-    this.clock = opts.clock ?? realClock;
-    this.log = opts.log ?? rootLogger;
+    this.clock = deps.clock;
+    this.log = deps.log;
+    this.cri = deps.cri;
+    this.metrics = deps.metrics;
+    this.cgroups = deps.cgroups;
+    this.hostIPs = deps.hostIPs;
+    this.memoryCapacityBytes = deps.memoryCapacityBytes;
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
-    this.cri = new CriClient({
-      runtimeEndpoint: opts.config.containerRuntimeEndpoint,
-      imageEndpoint: opts.config.imageServiceEndpoint || undefined,
-      timeoutMs: opts.config.runtimeRequestTimeout,
-    });
-  }
-
-  async start(): Promise<void> {
-    const { config } = this;
-    this.hostIPs = this.flags.nodeIP?.length ? [...this.flags.nodeIP] : defaultHostIPs();
-    this.memoryCapacityBytes = await readMemoryCapacity();
-    this.mounts = await discoverCgroupMounts();
-    this.cgroups = new PodContainerManager({ mounts: this.mounts, cgroupRoot: config.cgroupRoot ?? '', log: this.log });
-    await mkdir(join(this.flags.rootDir, 'pods'), { recursive: true });
-
-    this.oom = new OomWatcher({ mode: config.oomWatcher, registry: this.metrics, logger: this.log, clock: this.clock, onEvent: (e) => this.handleOomEvent(e) });
-    try {
-      const st = await this.oom.start();
-      this.log.info('OOM watcher started', { mode: st.mode, sources: st.sources, ebpfUnavailable: st.ebpfUnavailableReason, nativeUnavailable: st.nativeUnavailableReason });
-    } catch (err) {
-      throw new Error(`oomWatcher ${config.oomWatcher}: ${(err as Error).message}`);
-    }
-
-    const images = new ImageManager({
-      cri: this.cri,
-      clock: this.clock,
-      log: this.log,
-      serializeImagePulls: config.serializeImagePulls,
-      maxParallelImagePulls: config.maxParallelImagePulls ?? undefined,
-    });
-    this.runtime = new RuntimeManager({
-      cri: this.cri,
-      images,
-      clock: this.clock,
-      log: this.log,
-      nodeName: this.nodeName,
-      hostIPs: () => this.hostIPs,
-      memoryCapacityBytes: this.memoryCapacityBytes,
-      podLogsDir: config.podLogsDir,
-      rootDir: this.flags.rootDir,
+    this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
+    this.runtime = deps.runtime({
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
+    });
+    this.syncer = new PodSyncer({
+      runtime: this.runtime,
+      statusManager: this.statusManager,
+      podManager: this.podManager,
+      workQueue: this.workQueue,
+      cgroups: this.cgroups,
+      oom: this.oom,
+      clock: this.clock,
+      log: this.log,
+      rootDir: this.flags.rootDir,
+      podLogsDir: this.config.podLogsDir,
+      syncFrequencyMs: this.config.syncFrequency,
+      hostIPs: () => this.hostIPs,
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,
       clock: this.clock,
       log: this.log,
       hooks: {
-        syncPod: (pod, status) => this.syncPod(pod, status),
-        syncTerminatingPod: (pod, status, grace) => this.syncTerminatingPod(pod, status, grace),
-        syncTerminatedPod: (pod, status, removed) => this.syncTerminatedPod(pod, status, removed),
+        syncPod: (pod, status) => this.syncer.syncPod(pod, status),
+        syncTerminatingPod: (pod, status, grace) => this.syncer.syncTerminatingPod(pod, status, grace),
+        syncTerminatedPod: (pod, status, removed) => this.syncer.syncTerminatedPod(pod, status, removed),
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
     });
-    this.plegs = createPLEG({
-      runtimeEndpoint: config.containerRuntimeEndpoint,
-      timeoutMs: config.runtimeRequestTimeout,
-      runtime: this.runtime,
-      cache: this.cache,
+    this.syncLoop = new SyncLoop({
       clock: this.clock,
       log: this.log,
-      emit: (e) => this.enqueuePlegEvent(e),
-      metrics: createPlegMetrics(this.metrics),
-      featureGates: config.featureGates,
+      podManager: this.podManager,
+      podWorkers: this.podWorkers,
+      workQueue: this.workQueue,
+      runtimeUp: () => this.runtimeError === undefined,
     });
+  }
+
+  /** When the syncLoop last handled anything. */
+  private get lastSyncLoopIteration(): number {
+    return this.syncLoop.lastIteration;
+  }
+
+  async start(): Promise<void> {
+    const { config } = this;
+    if (this.oom) {
+      try {
+        const st = await this.oom.start();
+        this.log.info('OOM watcher started', { mode: st.mode, sources: st.sources, ebpfUnavailable: st.ebpfUnavailableReason, nativeUnavailable: st.nativeUnavailableReason });
+      } catch (err) {
+        throw new KubeletStartError(`oomWatcher ${config.oomWatcher}`, { cause: err });
+      }
+    }
+    this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
     this.running = true;
     await this.updateRuntimeUp();
-    this.every(RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
+    this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
 
-    this.podConfig = new PodConfig({
-      nodeName: this.nodeName,
-      onUpdate: (u) => this.handlePodUpdate(u),
+    this.podConfig = this.deps.podSources({
+      onUpdate: (u) => this.syncLoop.handlePodUpdate(u),
       onError: (e) => this.handleManifestError(e),
-      log: (msg) => this.log.info(msg),
     });
     if (config.staticPodPath) this.podConfig.startFileSource(config.staticPodPath, config.fileCheckFrequency);
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
 
-    this.every(1_000, () => this.handleSyncTick());
-    this.every(HOUSEKEEPING_PERIOD_MS, () => this.handleHousekeeping());
-    this.lastSyncLoopIteration = this.clock.now();
+    // The syncLoop's tick is what keeps the process alive until it is stopped (as upstream's
+    // syncLoop blocks main); every other timer is unref'd.
+    this.every('sync', SYNC_TICK_MS, () => this.syncLoop.handleSyncTick(), { keepAlive: true });
+    this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.housekeeping());
+    this.syncLoop.lastIteration = this.clock.now();
     this.log.info('Started kubelet', { node: this.nodeName, hostIPs: this.hostIPs, staticPodPath: config.staticPodPath });
   }
 
-  /** Stops the agent; running pods are left running, as upstream does on exit. */
-  async stop(): Promise<void> {
-    this.running = false;
-    for (const t of this.timers) t.cancel();
-    this.timers = [];
-    this.plegs?.close();
-    this.oom?.stop();
-    await this.podConfig?.stop();
-    await this.podWorkers?.idle();
-    this.cri.close();
+  /**
+   * Stops the agent within a bounded time; running pods are left running, as upstream does on
+   * exit. In-flight work (kills, hooks, pulls, CRI calls) is abandoned, never waited out.
+   */
+  stop(timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
+    this.stopping ??= this.doStop(timeoutMs);
+    return this.stopping;
   }
 
-  // ---- the syncLoop's handlers ----
+  private async doStop(timeoutMs: number): Promise<void> {
+    this.running = false;
+    for (const t of this.timers.values()) t.cancel();
+    this.timers.clear();
+    this.podWorkers.stop();
+    this.plegs?.close();
+    this.oom?.stop();
+    // Hooks abort on the runtime's signal; CRI calls in flight (StopContainer, PullImage, ...) are cancelled.
+    this.runtime.stop();
+    this.cri.close();
+    const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
+    const done = Promise.all([sources, this.podWorkers.idle()]).then(() => true);
+    let timer: Timer | undefined;
+    const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
+    const finished = await Promise.race([done, expired]);
+    timer?.cancel();
+    if (!finished) this.log.warn('Pod workers still busy at shutdown; abandoning them (pods keep running)', { timeoutMs });
+  }
 
-  private handlePodUpdate(u: PodUpdate): void {
-    this.lastSyncLoopIteration = this.clock.now();
-    for (const pod of u.pods) {
-      switch (u.op) {
-        case 'ADD':
-          this.log.info('SyncLoop ADD', { source: u.source, pod: podFullName(pod), podUID: pod.metadata.uid });
-          this.podManager.addPod(pod);
-          this.podWorkers.updatePod({ updateType: 'create', pod });
-          break;
-        case 'UPDATE':
-          this.log.info('SyncLoop UPDATE', { source: u.source, pod: podFullName(pod), podUID: pod.metadata.uid });
-          this.podManager.updatePod(pod);
-          this.podWorkers.updatePod({ updateType: 'update', pod });
-          break;
-        case 'REMOVE':
-        case 'DELETE':
-          this.log.info(`SyncLoop ${u.op}`, { source: u.source, pod: podFullName(pod), podUID: pod.metadata.uid });
-          this.podManager.removePod(pod);
-          this.workQueue.forget(pod.metadata.uid!);
-          this.podWorkers.updatePod({ updateType: 'kill', pod, removed: true });
-          break;
-        case 'RECONCILE':
-          this.podManager.updatePod(pod);
-          break;
-      }
-    }
+  /** Live periodic timers (one per task; bounded however long the kubelet runs). */
+  liveTimers(): number {
+    return this.timers.size;
   }
 
   private handleManifestError(e: ManifestError): void {
@@ -230,66 +206,18 @@ export class Kubelet {
     this.log.error('Invalid pod manifest; skipping it', { location: e.location, field: e.field, err: e.message });
   }
 
-  private enqueuePlegEvent(e: PodLifecycleEvent): boolean {
-    if (this.plegChannel.length >= PLEG_CHANNEL_CAPACITY) return false;
-    this.plegChannel.push(e);
-    if (!this.plegDrainScheduled) {
-      this.plegDrainScheduled = true;
-      setImmediate(() => this.drainPlegChannel());
-    }
-    return true;
-  }
-
-  private drainPlegChannel(): void {
-    this.plegDrainScheduled = false;
-    this.lastSyncLoopIteration = this.clock.now();
-    const events = this.plegChannel.splice(0);
-    const seen = new Set<string>();
-    for (const e of events) {
-      if (!isSyncPodWorthy(e) || seen.has(e.id)) continue;
-      seen.add(e.id);
-      const pod = this.podManager.getPodByUID(e.id);
-      if (!pod) continue;
-      this.log.v(2).info('SyncLoop (PLEG): event for pod', { pod: podFullName(pod), event: e });
-      if (this.runtimeError === undefined) this.podWorkers.updatePod({ updateType: 'sync', pod });
-    }
-  }
-
-  private handleSyncTick(): void {
-    this.lastSyncLoopIteration = this.clock.now();
-    if (this.runtimeError !== undefined) return;
-    for (const uid of this.workQueue.getWork()) {
-      const pod = this.podManager.getPodByUID(uid);
-      if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
-    }
-  }
-
-  private async handleHousekeeping(): Promise<void> {
-    this.lastSyncLoopIteration = this.clock.now();
-    if (!this.podConfig?.seenAllSources() || this.runtimeError !== undefined) return;
-    const desired = this.podManager.uids();
-    // Pods the runtime runs that no source wants (deleted while we were down, or orphans).
-    for (const [uid, rp] of this.plegs.pleg.knownPods()) {
-      if (desired.has(uid) || this.podWorkers.has(uid)) continue;
-      this.log.info('Cleaning up orphaned pod', { pod: `${rp.namespace}/${rp.name}`, podUID: uid });
-      const pod: Pod = { metadata: { uid, name: rp.name, namespace: rp.namespace }, spec: { containers: [] } };
-      this.podWorkers.updatePod({ updateType: 'kill', pod, removed: true });
-    }
-    // Pod cgroups nobody owns.
-    try {
-      const known = this.plegs.pleg.knownPods();
-      for (const [uid, name] of await this.cgroups.listPodCgroups()) {
-        if (desired.has(uid) || this.podWorkers.has(uid) || known.has(uid)) continue;
-        this.log.info('Removing orphaned pod cgroup', { cgroup: name });
-        await this.cgroups.remove(name).catch((err) => this.log.warn('Failed to remove orphaned pod cgroup', { cgroup: name, err: (err as Error).message }));
-      }
-    } catch (err) {
-      this.log.warn('Housekeeping: listing pod cgroups failed', { err: (err as Error).message });
-    }
-    this.podWorkers.forgetFinished();
-    const live = new Set([...desired, ...this.podWorkers.knownPods()]);
-    this.statusManager.removeOrphanedStatuses(live);
-    for (const uid of this.reasonCache.keys()) if (!live.has(uid)) this.reasonCache.delete(uid);
+  private housekeeping(): Promise<void> {
+    this.syncLoop.lastIteration = this.clock.now();
+    return handleHousekeeping({
+      log: this.log,
+      podManager: this.podManager,
+      podWorkers: this.podWorkers,
+      pleg: this.plegs!.pleg,
+      cgroups: this.cgroups,
+      statusManager: this.statusManager,
+      caches: [this.syncer.reasonCache],
+      ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
+    });
   }
 
   private async updateRuntimeUp(): Promise<void> {
@@ -304,43 +232,16 @@ export class Kubelet {
         if (wasDown) this.log.info('Container runtime is up');
       }
     } catch (err) {
+      if (!this.running) return;
       if (this.runtimeError === undefined) this.log.error('Container runtime is down', { err: (err as Error).message });
       this.runtimeError = `container runtime is down: ${(err as Error).message}`;
     }
   }
 
-  // ---- the pod workers' hooks ----
-
-  private generateStatus(pod: Pod, rs: RuntimePodStatus, podIsTerminal = false): PodStatus {
-    return generateAPIPodStatus({
-      pod,
-      runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? this.withOomReasons(rs) : undefined,
-      previous: this.statusManager.getPodStatus(pod.metadata.uid!),
-      startFailures: this.reasonCache.get(pod.metadata.uid!),
-      hostIPs: this.hostIPs,
-      now: this.clock.now(),
-      podIsTerminal,
-    });
-  }
-
-  /** Exit reasons cross-checked with the OOM watcher: a kill it saw makes an exit-137 `OOMKilled`. */
-  private withOomReasons(rs: RuntimePodStatus): RuntimePodStatus {
-    if (!this.oom) return rs;
-    let changed = false;
-    const containerStatuses = rs.containerStatuses.map((c) => {
-      if (c.state !== 'exited') return c;
-      const { reason } = crossCheckTerminatedReason(c.reason, c.exitCode, this.oom!.oomKills(c.id));
-      if (reason === c.reason) return c;
-      changed = true;
-      return { ...c, reason };
-    });
-    return changed ? { ...rs, containerStatuses } : rs;
-  }
-
   private watchForOom(pod: Pod, containerName: string, containerID: string): void {
     if (!this.oom) return;
-    const ref = cgroupRefFor(this.mounts, `${this.cgroups.podCgroupName(pod)}/${containerID}`);
-    void this.oom.watchContainer(pod.metadata.uid!, containerName, containerID, ref, { podName: pod.metadata.name, podNamespace: pod.metadata.namespace })
+    const cgroupName = `${this.cgroups.podCgroupName(pod)}/${containerID}`;
+    void this.oom.watchContainer(pod.metadata.uid!, containerName, containerID, cgroupName, { podName: pod.metadata.name, podNamespace: pod.metadata.namespace })
       .then((r) => { if (r.error) this.log.v(2).info('OOM watch not set', { pod: podFullName(pod), container: containerName, err: r.error }); });
   }
 
@@ -355,73 +256,6 @@ export class Kubelet {
       // Let the pod's worker see the container's end promptly.
       if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
     }
-  }
-
-  /** upstream's Kubelet.SyncPod: status first, then make the runtime match the spec. */
-  private async syncPod(pod: Pod, rs: RuntimePodStatus): Promise<boolean> {
-    const uid = pod.metadata.uid!;
-    let status = this.generateStatus(pod, rs);
-    this.statusManager.setPodStatus(pod, status);
-    if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
-
-    const dir = podDir(this.flags.rootDir, uid);
-    await mkdir(join(dir, 'containers'), { recursive: true });
-    await mkdir(join(dir, 'volumes'), { recursive: true });
-    const result = await this.runtime.syncPod(pod, rs);
-    this.reasonCache.set(uid, result.startFailures);
-    await this.collectDeadContainers(pod, rs);
-    if (result.startFailures.size) {
-      status = this.generateStatus(pod, rs);
-      this.statusManager.setPodStatus(pod, status);
-    }
-    const delay = result.errors.length ? SYNC_ERROR_BACKOFF_MS : (result.requeueAfterMs ?? this.config.syncFrequency);
-    this.workQueue.enqueue(uid, Math.min(delay, this.config.syncFrequency));
-    if (result.errors.length) throw new Error(result.errors.join('; '));
-    return false;
-  }
-
-  /** Removes dead attempts beyond the newest one per container (upstream's MaxPerPodContainer). */
-  private async collectDeadContainers(pod: Pod, rs: RuntimePodStatus): Promise<void> {
-    for (const c of evictableContainers(rs)) {
-      try {
-        await this.cri.removeContainer(c.id);
-        this.oom?.unwatch(c.id);
-      } catch (err) {
-        this.log.warn('Failed to remove dead container', { pod: podFullName(pod), container: c.name, containerID: c.id, err: (err as Error).message });
-      }
-    }
-  }
-
-  private async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void> {
-    this.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
-    await this.runtime.killPod(pod, rs, gracePeriodOverride);
-    const fresh = await this.runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
-    if (this.podManager.getPodByUID(pod.metadata.uid!)) {
-      this.statusManager.setPodStatus(pod, this.generateStatus(pod, fresh, true));
-    }
-  }
-
-  private async syncTerminatedPod(pod: Pod, rs: RuntimePodStatus, removed: boolean): Promise<void> {
-    const uid = pod.metadata.uid!;
-    const fresh = await this.runtime.getPodStatus(uid, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
-    if (fresh.containerStatuses.some((c) => c.state === 'running')) {
-      throw new Error('pod still has running containers after termination');
-    }
-    if (removed) {
-      await this.runtime.removePod(fresh);
-      for (const c of fresh.containerStatuses) this.oom?.unwatch(c.id);
-      this.statusManager.deletePodStatus(uid);
-      this.reasonCache.delete(uid);
-      await rm(podDir(this.flags.rootDir, uid), { recursive: true, force: true });
-      const ns = fresh.namespace || pod.metadata.namespace || '';
-      const name = fresh.name || pod.metadata.name || '';
-      await rm(buildPodLogsDirectory(this.config.podLogsDir, ns, name, uid), { recursive: true, force: true });
-    }
-    // Remove the pod cgroup wherever it is (the QoS class may be unknown for an orphan).
-    for (const [cgUID, name] of await this.cgroups.listPodCgroups()) {
-      if (cgUID === uid) await this.cgroups.remove(name);
-    }
-    this.log.info('Pod terminated and cleaned up', { pod: podFullName(pod), podUID: uid, removed });
   }
 
   // ---- what the servers read ----
@@ -456,33 +290,25 @@ export class Kubelet {
     ];
   }
 
-  private every(ms: number, fn: () => void | Promise<void>): void {
+  private every(name: string, ms: number, fn: () => void | Promise<void>, opts: { keepAlive?: boolean } = {}): void {
+    const arm = (): void => {
+      const t = this.clock.setTimeout(tick, ms);
+      if (opts.keepAlive) t.ref?.();
+      this.timers.set(name, t);
+    };
     const tick = (): void => {
+      this.timers.delete(name);
       if (!this.running) return;
       void Promise.resolve()
         .then(fn)
-        .catch((err) => this.log.error('Periodic task failed', { err: (err as Error).message }))
-        .finally(() => { if (this.running) this.timers.push(this.clock.setTimeout(tick, ms)); });
+        .catch((err) => this.log.error('Periodic task failed', { task: name, err: (err as Error).message }))
+        .finally(() => { if (this.running) arm(); });
     };
-    this.timers.push(this.clock.setTimeout(tick, ms));
+    arm();
   }
 }
 
 /** upstream: the node name is --hostname-override or the host name, lower-cased. */
-function nodeNameFrom(override: string | undefined): string {
+export function nodeNameFrom(override: string | undefined): string {
   return (override || hostname()).trim().toLowerCase();
-}
-
-function defaultHostIPs(): string[] {
-  const ips: string[] = [];
-  for (const addrs of Object.values(networkInterfaces())) {
-    for (const a of addrs ?? []) if (!a.internal && a.family === 'IPv4') ips.push(a.address);
-  }
-  return ips.length ? [ips[0]!] : ['127.0.0.1'];
-}
-
-async function readMemoryCapacity(): Promise<number> {
-  const text = await readFile('/proc/meminfo', 'utf8');
-  const m = /^MemTotal:\s+(\d+)\s+kB/m.exec(text);
-  return m ? Number(m[1]) * 1024 : 0;
 }

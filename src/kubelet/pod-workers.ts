@@ -1,7 +1,9 @@
 // Pod workers (upstream: podWorkers): one serialized worker per pod UID. Updates for a busy
 // pod are coalesced (the newest wins; a kill is sticky). A pod moves sync → terminating →
 // terminated and never back; a static pod replaced under the same full name waits until the
-// old UID has terminated, so two never run at once.
+// old UID has terminated, so two never run at once. A pod added again under a UID whose worker
+// is terminating or finished gets a fresh worker once the old one is done (upstream's
+// restartRequested).
 
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
@@ -43,6 +45,8 @@ interface WorkerState {
   cleanedUp: boolean;
   /** Set once syncTerminatedPod finished for a removed pod: the worker is forgotten. */
   finished: boolean;
+  /** The pod was added again while it was being removed: start it afresh once finished. */
+  restartWith?: Pod;
 }
 
 export interface PodWorkersOptions {
@@ -56,18 +60,34 @@ export interface PodWorkersOptions {
 
 export class PodWorkers {
   private workers = new Map<string, WorkerState>();
+  private stopped = false;
+  /** Resolved when no worker is running (idle()). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: PodWorkersOptions) {}
 
   updatePod(o: UpdatePodOptions): void {
+    if (this.stopped) return;
     const uid = o.pod.metadata.uid!;
     let w = this.workers.get(uid);
+    if (w && o.updateType === 'create' && (w.finished || (w.removed && w.phase !== 'sync'))) {
+      // Re-added under the same UID: a finished worker is replaced now, one still terminating
+      // hands over when it finishes (upstream: restartRequested).
+      if (w.finished && !w.working) {
+        this.workers.delete(uid);
+        w = undefined;
+      } else {
+        w.restartWith = o.pod;
+        return;
+      }
+    }
     if (!w) {
       w = { pod: o.pod, fullName: podFullName(o.pod), phase: 'sync', working: false, removed: false, lastSyncTime: 0, cleanedUp: false, finished: false };
       this.workers.set(uid, w);
     }
     if (w.finished) return;
     if (o.updateType === 'kill') {
+      w.restartWith = undefined;
       if (w.phase === 'sync') w.phase = 'terminating';
       w.removed ||= Boolean(o.removed);
       if (o.gracePeriodOverride !== undefined) w.gracePeriodOverride = o.gracePeriodOverride;
@@ -105,11 +125,27 @@ export class PodWorkers {
     for (const [uid, w] of this.workers) if (w.finished && !w.working) this.workers.delete(uid);
   }
 
-  /** Resolves when no worker has work in flight (for orderly shutdown and tests). */
-  async idle(): Promise<void> {
-    while ([...this.workers.values()].some((w) => w.working || w.pending)) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  /** Resolves when no worker has work in flight or pending (for orderly shutdown and tests). */
+  idle(): Promise<void> {
+    if (!this.busy()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** No new work starts after this; work in flight finishes or is abandoned by its owner's signal. */
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.workers.values()) w.pending = undefined;
+    this.notifyIdle();
+  }
+
+  private busy(): boolean {
+    for (const w of this.workers.values()) if (w.working || (w.pending && !this.stopped)) return true;
+    return false;
+  }
+
+  private notifyIdle(): void {
+    if (this.busy()) return;
+    for (const r of this.idleWaiters.splice(0)) r();
   }
 
   private blockedByOtherUID(uid: string, w: WorkerState): boolean {
@@ -124,16 +160,22 @@ export class PodWorkers {
 
   private kick(uid: string): void {
     const w = this.workers.get(uid);
-    if (!w || w.working || !w.pending) return;
+    if (this.stopped || !w || w.working || !w.pending) return;
     if (this.blockedByOtherUID(uid, w)) return;
     w.working = true;
     void this.run(uid, w).finally(() => {
       w.working = false;
       if (w.finished) {
+        const again = w.restartWith;
+        if (again && this.workers.get(uid) === w) {
+          this.workers.delete(uid);
+          this.updatePod({ updateType: 'create', pod: again });
+        }
         // Release any pod waiting on this full name.
         for (const [other, o] of this.workers) if (other !== uid && o.fullName === w.fullName) this.kick(other);
       }
       this.kick(uid);
+      this.notifyIdle();
     });
   }
 

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { CriEndpointError } from './errors.js';
 import {
   CRI_INVALID_RESPONSE,
   CRI_PROTO_LOAD,
@@ -173,11 +174,11 @@ export function criEndpointToTarget(endpoint: string): string {
   const ep = endpoint.trim();
   if (ep.startsWith('unix://')) {
     const path = ep.slice('unix://'.length);
-    if (!path.startsWith('/')) throw new TypeError(`CRI endpoint ${endpoint}: unix socket path must be absolute`);
+    if (!path.startsWith('/')) throw new CriEndpointError(`CRI endpoint ${endpoint}: unix socket path must be absolute`);
     return `unix://${path}`;
   }
   if (ep.startsWith('/')) return `unix://${ep}`;
-  throw new TypeError(`CRI endpoint ${endpoint}: only unix sockets are supported (unix:///path or /path)`);
+  throw new CriEndpointError(`CRI endpoint ${endpoint}: only unix sockets are supported (unix:///path or /path)`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,10 +201,12 @@ export class CriClient {
   readonly maxMessageBytes: number;
   readonly #runtime: grpc.Client;
   readonly #image: grpc.Client;
+  /** Calls in flight: close() cancels them, so a shutdown never waits out a deadline. */
+  readonly #inflight = new Set<grpc.ClientUnaryCall>();
   #closed = false;
 
   constructor(opts: CriClientOptions) {
-    if (!(opts.timeoutMs > 0)) throw new TypeError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
+    if (!(opts.timeoutMs > 0)) throw new CriEndpointError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
     this.runtimeEndpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint || opts.runtimeEndpoint;
     this.timeoutMs = opts.timeoutMs;
@@ -227,10 +230,12 @@ export class CriClient {
         : new grpc.Client(imageTarget, grpc.credentials.createInsecure(), channelOptions);
   }
 
-  /** Closes both channels; calls after this fail. */
+  /** Closes both channels and cancels the calls in flight (they fail CANCELLED); calls after this fail. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const call of this.#inflight) call.cancel();
+    this.#inflight.clear();
     this.#image.close();
     this.#runtime.close();
   }
@@ -246,8 +251,10 @@ export class CriClient {
     const def = defs[service][method];
     if (!def) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
     if (signal?.aborted) throw new CriError(method, grpc.status.CANCELLED, 'aborted before the call');
+    if (this.#closed) throw new CriError(method, grpc.status.CANCELLED, 'the CRI client is closed');
     const client = service === 'runtime' ? this.#runtime : this.#image;
     const callOptions: grpc.CallOptions = deadlineMs === null ? {} : { deadline: Date.now() + deadlineMs };
+    const inflight = this.#inflight;
     return new Promise<Res>((resolvePromise, reject) => {
       const call = client.makeUnaryRequest<object, object>(
         def.path,
@@ -257,11 +264,13 @@ export class CriClient {
         new grpc.Metadata(),
         callOptions,
         (err, value) => {
+          inflight.delete(call);
           signal?.removeEventListener('abort', onAbort);
           if (err) reject(toCriError(method, err));
           else resolvePromise(value as Res);
         },
       );
+      inflight.add(call);
       function onAbort(): void {
         call.cancel();
       }
@@ -392,12 +401,14 @@ export class CriClient {
    * Runs cmd in the container and returns its output and exit code (a non-zero exit is not an
    * error here). timeoutSeconds 0 means no deadline, as upstream; else it is added to the request timeout.
    */
-  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResponse> {
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, signal?: AbortSignal): Promise<ExecSyncResponse> {
     const deadline = timeoutSeconds > 0 ? this.timeoutMs + timeoutSeconds * 1000 : null;
-    return this.#runtimeCall<ExecSyncResponse>(
+    return this.#unary<ExecSyncResponse>(
+      'runtime',
       'ExecSync',
       { container_id: containerId, cmd, timeout: Math.max(0, timeoutSeconds) },
       deadline,
+      signal,
     );
   }
 

@@ -1,6 +1,7 @@
 // Errors from CRI calls. Each carries a stable code (`CRI_<GRPC_STATUS>`, e.g. CRI_NOT_FOUND,
 // CRI_UNAVAILABLE) so callers branch on the code, never on the runtime's message text.
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { KubeletError } from '../util/errors.js';
 
 /** Set when the runtime answered but the answer broke the CRI contract (upstream verifies these too). */
 export const CRI_INVALID_RESPONSE = 'CRI_INVALID_RESPONSE';
@@ -10,10 +11,8 @@ export const CRI_PROTO_LOAD = 'CRI_PROTO_LOAD';
 /** grpcCode used for errors that did not come from a gRPC status. */
 export const NO_GRPC_CODE = -1;
 
-export class CriError extends Error {
-  override readonly name = 'CriError';
-  /** `CRI_<GRPC_STATUS_NAME>` or one of the CRI_* constants above. */
-  readonly code: string;
+/** `code` is `CRI_<GRPC_STATUS_NAME>` or one of the CRI_* constants above. */
+export class CriError extends KubeletError {
   /** The gRPC status code, or NO_GRPC_CODE (-1). */
   readonly grpcCode: number;
   /** The CRI method, e.g. 'ContainerStatus'. */
@@ -23,11 +22,10 @@ export class CriError extends Error {
 
   constructor(method: string, grpcCode: number, details: string, code?: string, options?: { cause?: unknown }) {
     const statusName = grpcStatusName(grpcCode);
-    super(`CRI ${method} failed: ${code ?? statusName}: ${details}`, options);
+    super(code ?? `CRI_${statusName}`, `CRI ${method} failed: ${code ?? statusName}: ${details}`, options);
     this.method = method;
     this.grpcCode = grpcCode;
     this.details = details;
-    this.code = code ?? `CRI_${statusName}`;
   }
 
   /** The runtime cannot be reached (socket missing, connection refused, runtime restarting). */

@@ -6,13 +6,13 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { Container, EnvVar, ObjectFieldSelector, Pod, ResourceFieldSelector, ResourceList } from '../api/types.js';
 import { parseQuantity, type Quantity } from '../api/quantity.js';
+import { KubeletError } from '../util/errors.js';
 
 /** Why a container's config could not be made; the waiting reason is this error's code. */
-export class CreateContainerConfigError extends Error {
-  readonly code = 'CreateContainerConfigError';
-  constructor(message: string) {
-    super(message);
-    this.name = 'CreateContainerConfigError';
+export class CreateContainerConfigError extends KubeletError {
+  declare readonly code: 'CreateContainerConfigError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CreateContainerConfigError', message, options);
   }
 }
 

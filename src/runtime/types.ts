@@ -67,3 +67,39 @@ export interface ContainerStartFailure {
   reason: string;
   message: string;
 }
+
+/** What relist sees of a pod: ids and states only, from two list calls. */
+export interface RuntimePod {
+  uid: string;
+  name: string;
+  namespace: string;
+  sandboxes: { id: string; state: import('./cri-types.js').PodSandboxState; createdAt: number }[];
+  containers: { id: string; name: string; state: import('./cri-types.js').ContainerState; createdAt: number }[];
+}
+
+export interface PodSyncResult {
+  /** Per container name: why it could not be started this time. */
+  startFailures: Map<string, ContainerStartFailure>;
+  /** When the pod should be synced again for a pending backoff (ms from now). */
+  requeueAfterMs?: number;
+  errors: string[];
+}
+
+/**
+ * The container runtime as the kubelet drives it (upstream: kubecontainer.Runtime). The
+ * RuntimeManager implements it over the CRI; tests hand the kubelet a double.
+ */
+export interface KubeletRuntime {
+  /** The full runtime status of one pod. */
+  getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus>;
+  /** Brings the pod to what its spec asks, as far as one pass can. */
+  syncPod(pod: import('../api/types.js').Pod, status: RuntimePodStatus): Promise<PodSyncResult>;
+  /** Stops every container of the pod and its sandboxes (the pod is undefined for orphans). */
+  killPod(pod: import('../api/types.js').Pod | undefined, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void>;
+  /** Removes every container and sandbox the runtime holds for the pod. */
+  removePod(status: RuntimePodStatus): Promise<void>;
+  /** Removes one dead container (garbage collection of old attempts). */
+  removeContainer(containerID: string): Promise<void>;
+  /** Abandons in-flight work (hooks, pulls, CRI calls) for shutdown; later calls fail. */
+  stop(): void;
+}

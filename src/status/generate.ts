@@ -14,6 +14,7 @@ import type {
   PodStatus,
 } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from '../runtime/types.js';
+import { latestAttempt, shouldContainerBeRestarted } from '../runtime/restart-policy.js';
 import {
   generateContainersReadyCondition,
   generatePodInitializedCondition,
@@ -68,28 +69,6 @@ const clone = <T>(v: T): T => structuredClone(v);
 function newestFirst(containers: readonly ContainerRuntimeStatus[]): ContainerRuntimeStatus[] {
   // stable sort: equal creation times keep the runtime's newest-first order
   return [...containers].sort((a, b) => b.createdAt - a.createdAt);
-}
-
-/** The newest attempt of a container (upstream PodStatus.FindContainerStatusByName). */
-function latestAttempt(runtime: RuntimePodStatus | undefined, name: string): ContainerRuntimeStatus | undefined {
-  let best: ContainerRuntimeStatus | undefined;
-  for (const c of runtime?.containerStatuses ?? []) {
-    if (c.name === name && (best === undefined || c.createdAt > best.createdAt)) best = c;
-  }
-  return best;
-}
-
-/** Upstream ShouldContainerBeRestarted: would the next sync start this container again? */
-export function shouldContainerBeRestarted(container: Container, pod: Pod, runtime: RuntimePodStatus | undefined): boolean {
-  if (pod.metadata.deletionTimestamp) return false;
-  const s = latestAttempt(runtime, container.name);
-  if (!s) return true;
-  if (s.state === 'running') return false;
-  if (s.state === 'unknown' || s.state === 'created') return true;
-  const policy = pod.spec.restartPolicy ?? 'Always';
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && s.exitCode === 0) return false;
-  return true;
 }
 
 function runtimeContainerToAPI(cs: ContainerRuntimeStatus, spec: Container, old: ContainerStatus | undefined): ContainerStatus {

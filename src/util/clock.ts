@@ -2,6 +2,8 @@
 
 export interface Timer {
   cancel(): void;
+  /** Keeps the process alive while this timer is pending (real timers are unref'd by default). */
+  ref?(): void;
 }
 
 export interface Clock {
@@ -15,7 +17,7 @@ export const realClock: Clock = {
   setTimeout(fn, ms) {
     const t = setTimeout(fn, ms);
     t.unref?.();
-    return { cancel: () => clearTimeout(t) };
+    return { cancel: () => clearTimeout(t), ref: () => void t.ref?.() };
   },
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };

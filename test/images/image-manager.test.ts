@@ -6,7 +6,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod } from '../../src/api/types.js';
 import { ImageError, ImageManager, applyDefaultImageTag } from '../../src/images/image-manager.js';
-import type { CriClient } from '../../src/runtime/cri-client.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { createLogger, setLogSink } from '../../src/util/log.js';
 
@@ -26,12 +25,15 @@ class ImageServiceDouble {
     return { image: this.present.has(image) ? { id: `sha256:${image.length}`, size: '1' } : null, info: {} };
   }
 
-  async pullImage(spec: { image: string } | string) {
+  async pullImage(spec: { image: string } | string, _auth?: unknown, _sb?: unknown, opts: { signal?: AbortSignal } = {}) {
     const image = typeof spec === 'string' ? spec : spec.image;
     this.pulls.push(image);
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
-    await new Promise<void>((r) => this.waiting.push(r));
+    await new Promise<void>((r, reject) => {
+      this.waiting.push(r);
+      opts.signal?.addEventListener('abort', () => reject(new Error('pull cancelled')), { once: true });
+    });
     this.active--;
     if (this.failing.has(image)) throw new Error(`failed to resolve reference "${image}": connection refused`);
     this.present.add(image);
@@ -46,8 +48,8 @@ class ImageServiceDouble {
 const pod = (uid: string): Pod => ({ metadata: { name: uid, namespace: 'default', uid }, spec: { containers: [] } });
 const container = (image: string, imagePullPolicy?: Container['imagePullPolicy']): Container => ({ name: 'c', image, imagePullPolicy });
 
-function manager(svc: ImageServiceDouble, clock: FakeClock, serialize: boolean, max?: number) {
-  return new ImageManager({ cri: svc as unknown as CriClient, clock, log: createLogger(), serializeImagePulls: serialize, maxParallelImagePulls: max });
+function manager(svc: ImageServiceDouble, clock: FakeClock, serialize: boolean, max?: number, signal?: AbortSignal) {
+  return new ImageManager({ cri: svc, clock, log: createLogger(), serializeImagePulls: serialize, maxParallelImagePulls: max, signal });
 }
 
 async function drain(svc: ImageServiceDouble, ps: Promise<unknown>[]): Promise<void> {
@@ -132,5 +134,15 @@ describe('image manager', () => {
     clock.step(10_000);
     assert.equal(await attempt(), 'ErrImagePull');
     assert.equal(svc.pulls.length, 3);
+  });
+
+  it('abandons a pull in flight when the shutdown signal fires (PullImage has no deadline)', async () => {
+    const svc = new ImageServiceDouble();
+    const ac = new AbortController();
+    const m = manager(svc, new FakeClock(), true, undefined, ac.signal);
+    const p = m.ensureImageExists(pod('p'), container('slow:1'));
+    while (svc.pulls.length === 0) await new Promise((r) => setImmediate(r));
+    ac.abort();
+    await assert.rejects(p, (e: unknown) => e instanceof ImageError && e.code === 'ErrImagePull' && e.cause instanceof Error && /pull cancelled/.test(e.message));
   });
 });

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateAPIPodStatus, podStatusEqual, shouldContainerBeRestarted, toRFC3339 } from '../../src/status/generate.js';
+import { generateAPIPodStatus, podStatusEqual, toRFC3339 } from '../../src/status/generate.js';
+import { shouldContainerBeRestarted } from '../../src/runtime/restart-policy.js';
 import type { StatusInputs } from '../../src/status/generate.js';
 import { crashLoopBackOffMessage } from '../../src/status/reasons.js';
 import type { Container, Pod, PodCondition, PodStatus, RestartPolicy } from '../../src/api/types.js';

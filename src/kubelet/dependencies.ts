@@ -1,0 +1,145 @@
+// What the Kubelet is built from (upstream: kubelet.Dependencies): the CRI client and runtime,
+// image service, clock, logger, cgroup manager, OOM watcher, PLEG and pod sources. The command
+// builds the real ones (buildDependencies); tests pass doubles.
+
+import { mkdir, readFile } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import type { Pod } from '../api/types.js';
+import type { KubeletConfig, KubeletFlags } from '../config/index.js';
+import { CriClient } from '../runtime/cri-client.js';
+import { RuntimeManager } from '../runtime/runtime-manager.js';
+import type { KubeletRuntime } from '../runtime/types.js';
+import { ImageManager } from '../images/image-manager.js';
+import type { PodCache } from '../pleg/cache.js';
+import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
+import { createPlegMetrics } from '../metrics/kubelet-metrics.js';
+import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
+import type { ManifestError } from '../sources/errors.js';
+import { discoverCgroupMounts, cgroupRefFor } from '../cgroups/index.js';
+import { PodContainerManager } from '../cm/pod-container-manager.js';
+import { OomWatcher, type OomEvent } from '../oom/index.js';
+import { Registry } from '../metrics/registry.js';
+import { realClock, type Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+
+/** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
+export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
+
+/** The pod cgroup manager (cm). */
+export type PodCgroups = Pick<PodContainerManager, 'ensureExists' | 'remove' | 'listPodCgroups' | 'podCgroupName'>;
+
+/** The OOM watcher as the kubelet uses it. */
+export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch'> & {
+  /** Watches a started container's cgroup (name relative to the cgroup root). */
+  watchContainer(podUID: string, containerName: string, containerID: string, cgroupName: string, meta: { podName?: string; podNamespace?: string }): Promise<{ error?: string }>;
+};
+
+/** The PLEG as the kubelet starts, reads and closes it. */
+export type KubeletPleg = Pick<Pleg, 'pleg' | 'close'>;
+
+/** The merged pod sources. */
+export type PodSources = Pick<PodConfig, 'startFileSource' | 'startUrlSource' | 'seenAllSources' | 'stop'>;
+
+export interface RuntimeHooks {
+  /** Creates the pod's cgroup and returns its name. */
+  ensurePodCgroup: (pod: Pod) => Promise<string>;
+  /** Told of every container started (the OOM watcher watches it). */
+  onContainerStarted: (pod: Pod, containerName: string, containerID: string) => void;
+}
+
+export interface KubeletDependencies {
+  clock: Clock;
+  log: Logger;
+  cri: KubeletCri;
+  /** The kubelet's Prometheus registry (served at /metrics). */
+  metrics: Registry;
+  cgroups: PodCgroups;
+  hostIPs: string[];
+  memoryCapacityBytes: number;
+  /** The container runtime, given the kubelet's hooks into it. */
+  runtime(hooks: RuntimeHooks): KubeletRuntime;
+  pleg(o: { runtime: KubeletRuntime; cache: PodCache; emit: (e: PodLifecycleEvent) => boolean }): KubeletPleg;
+  /** Undefined: no OOM watcher. */
+  oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
+  podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+}
+
+/** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
+export async function buildDependencies(config: KubeletConfig, flags: KubeletFlags, nodeName: string, log: Logger, clock: Clock = realClock): Promise<KubeletDependencies & { cri: CriClient }> {
+  const cri = new CriClient({
+    runtimeEndpoint: config.containerRuntimeEndpoint,
+    imageEndpoint: config.imageServiceEndpoint || undefined,
+    timeoutMs: config.runtimeRequestTimeout,
+  });
+  const hostIPs = flags.nodeIP?.length ? [...flags.nodeIP] : defaultHostIPs();
+  const memoryCapacityBytes = await readMemoryCapacity();
+  const mounts = await discoverCgroupMounts();
+  const cgroups = new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log });
+  await mkdir(join(flags.rootDir, 'pods'), { recursive: true });
+  const metrics = new Registry();
+  const images = new ImageManager({
+    cri,
+    clock,
+    log,
+    serializeImagePulls: config.serializeImagePulls,
+    maxParallelImagePulls: config.maxParallelImagePulls ?? undefined,
+  });
+  return {
+    clock,
+    log,
+    cri,
+    metrics,
+    cgroups,
+    hostIPs,
+    memoryCapacityBytes,
+    runtime: (hooks) => new RuntimeManager({
+      cri,
+      images,
+      clock,
+      log,
+      nodeName,
+      hostIPs: () => hostIPs,
+      memoryCapacityBytes,
+      podLogsDir: config.podLogsDir,
+      rootDir: flags.rootDir,
+      ...hooks,
+    }),
+    pleg: ({ runtime, cache, emit }) => createPLEG({
+      runtimeEndpoint: config.containerRuntimeEndpoint,
+      timeoutMs: config.runtimeRequestTimeout,
+      runtime,
+      cache,
+      clock,
+      log,
+      emit,
+      metrics: createPlegMetrics(metrics),
+      featureGates: config.featureGates,
+    }),
+    oomWatcher: (onEvent) => {
+      const w = new OomWatcher({ mode: config.oomWatcher, registry: metrics, logger: log, clock, onEvent });
+      return {
+        start: () => w.start(),
+        stop: () => w.stop(),
+        oomKills: (id) => w.oomKills(id),
+        unwatch: (id) => w.unwatch(id),
+        watchContainer: (podUID, name, id, cgroupName, meta) => w.watchContainer(podUID, name, id, cgroupRefFor(mounts, cgroupName), meta),
+      };
+    },
+    podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg) }),
+  };
+}
+
+function defaultHostIPs(): string[] {
+  const ips: string[] = [];
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (!a.internal && a.family === 'IPv4') ips.push(a.address);
+  }
+  return ips.length ? [ips[0]!] : ['127.0.0.1'];
+}
+
+async function readMemoryCapacity(): Promise<number> {
+  const text = await readFile('/proc/meminfo', 'utf8');
+  const m = /^MemTotal:\s+(\d+)\s+kB/m.exec(text);
+  return m ? Number(m[1]) * 1024 : 0;
+}

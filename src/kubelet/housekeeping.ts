@@ -1,0 +1,54 @@
+// Housekeeping (upstream: HandlePodCleanups): every 2s, once all sources were seen and the
+// runtime is up, kill the pods the runtime runs that no source wants, remove pod cgroups
+// nobody owns, forget finished pod workers and drop what is kept for pods that are gone.
+
+import type { Pod } from '../api/types.js';
+import type { PodLifecycleEventGenerator } from '../pleg/index.js';
+import type { StatusManager } from '../status/status-manager.js';
+import type { Logger } from '../util/log.js';
+import type { PodCgroups } from './dependencies.js';
+import type { PodManager } from './pod-manager.js';
+import type { PodWorkers } from './pod-workers.js';
+
+/** upstream: housekeepingPeriod. */
+export const HOUSEKEEPING_PERIOD_MS = 2_000;
+
+export interface HousekeepingOptions {
+  log: Logger;
+  podManager: PodManager;
+  podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'knownPods' | 'forgetFinished'>;
+  pleg: Pick<PodLifecycleEventGenerator, 'knownPods'>;
+  cgroups: Pick<PodCgroups, 'listPodCgroups' | 'remove'>;
+  statusManager: Pick<StatusManager, 'removeOrphanedStatuses'>;
+  /** Per-pod caches to trim to the live pods. */
+  caches: Map<string, unknown>[];
+  /** Housekeeping waits for every source's first list and a running runtime. */
+  ready(): boolean;
+}
+
+export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
+  if (!o.ready()) return;
+  const desired = o.podManager.uids();
+  // Pods the runtime runs that no source wants (deleted while we were down, or orphans).
+  for (const [uid, rp] of o.pleg.knownPods()) {
+    if (desired.has(uid) || o.podWorkers.has(uid)) continue;
+    o.log.info('Cleaning up orphaned pod', { pod: `${rp.namespace}/${rp.name}`, podUID: uid });
+    const pod: Pod = { metadata: { uid, name: rp.name, namespace: rp.namespace }, spec: { containers: [] } };
+    o.podWorkers.updatePod({ updateType: 'kill', pod, removed: true });
+  }
+  // Pod cgroups nobody owns.
+  try {
+    const known = o.pleg.knownPods();
+    for (const [uid, name] of await o.cgroups.listPodCgroups()) {
+      if (desired.has(uid) || o.podWorkers.has(uid) || known.has(uid)) continue;
+      o.log.info('Removing orphaned pod cgroup', { cgroup: name });
+      await o.cgroups.remove(name).catch((err) => o.log.warn('Failed to remove orphaned pod cgroup', { cgroup: name, err: (err as Error).message }));
+    }
+  } catch (err) {
+    o.log.warn('Housekeeping: listing pod cgroups failed', { err: (err as Error).message });
+  }
+  o.podWorkers.forgetFinished();
+  const live = new Set([...desired, ...o.podWorkers.knownPods()]);
+  o.statusManager.removeOrphanedStatuses(live);
+  for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
+}

@@ -1,0 +1,144 @@
+// The pod workers' hooks (upstream: Kubelet.SyncPod, SyncTerminatingPod, SyncTerminatedPod):
+// status first, then make the runtime match the spec; on termination kill the pod and, once it
+// is removed from its source, clean up everything it left (containers, dirs, logs, cgroup).
+
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Pod, PodStatus } from '../api/types.js';
+import { podFullName } from '../api/types.js';
+import type { KubeletRuntime, ContainerStartFailure, RuntimePodStatus } from '../runtime/types.js';
+import { buildPodLogsDirectory } from '../runtime/sandbox-config.js';
+import { generateAPIPodStatus } from '../status/generate.js';
+import type { StatusManager } from '../status/status-manager.js';
+import { evictableContainers } from '../gc/container-gc.js';
+import { crossCheckTerminatedReason } from '../oom/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { podDir } from '../util/safe-path.js';
+import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
+import { PodStillRunningError, PodSyncError } from './errors.js';
+import type { PodManager } from './pod-manager.js';
+import type { WorkQueue } from './work-queue.js';
+
+/** upstream: backOffPeriod for a pod whose sync failed. */
+export const SYNC_ERROR_BACKOFF_MS = 10_000;
+
+export interface PodSyncerOptions {
+  runtime: KubeletRuntime;
+  statusManager: StatusManager;
+  podManager: PodManager;
+  workQueue: WorkQueue;
+  cgroups: PodCgroups;
+  oom?: KubeletOomWatcher;
+  clock: Clock;
+  log: Logger;
+  rootDir: string;
+  podLogsDir: string;
+  /** upstream syncFrequency: the longest a pod waits for its next sync. */
+  syncFrequencyMs: number;
+  hostIPs: () => string[];
+}
+
+export class PodSyncer {
+  /** Per pod UID, per container name: why its last start failed (upstream's reasonCache). */
+  readonly reasonCache = new Map<string, Map<string, ContainerStartFailure>>();
+
+  constructor(private readonly opts: PodSyncerOptions) {}
+
+  generateStatus(pod: Pod, rs: RuntimePodStatus, podIsTerminal = false): PodStatus {
+    return generateAPIPodStatus({
+      pod,
+      runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? this.withOomReasons(rs) : undefined,
+      previous: this.opts.statusManager.getPodStatus(pod.metadata.uid!),
+      startFailures: this.reasonCache.get(pod.metadata.uid!),
+      hostIPs: this.opts.hostIPs(),
+      now: this.opts.clock.now(),
+      podIsTerminal,
+    });
+  }
+
+  /** Exit reasons cross-checked with the OOM watcher: a kill it saw makes an exit-137 `OOMKilled`. */
+  private withOomReasons(rs: RuntimePodStatus): RuntimePodStatus {
+    const oom = this.opts.oom;
+    if (!oom) return rs;
+    let changed = false;
+    const containerStatuses = rs.containerStatuses.map((c) => {
+      if (c.state !== 'exited') return c;
+      const { reason } = crossCheckTerminatedReason(c.reason, c.exitCode, oom.oomKills(c.id));
+      if (reason === c.reason) return c;
+      changed = true;
+      return { ...c, reason };
+    });
+    return changed ? { ...rs, containerStatuses } : rs;
+  }
+
+  /** upstream's Kubelet.SyncPod: status first, then make the runtime match the spec. Returns true when terminal. */
+  async syncPod(pod: Pod, rs: RuntimePodStatus): Promise<boolean> {
+    const { statusManager, runtime, workQueue, syncFrequencyMs } = this.opts;
+    const uid = pod.metadata.uid!;
+    let status = this.generateStatus(pod, rs);
+    statusManager.setPodStatus(pod, status);
+    if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
+
+    const dir = podDir(this.opts.rootDir, uid);
+    await mkdir(join(dir, 'containers'), { recursive: true });
+    await mkdir(join(dir, 'volumes'), { recursive: true });
+    const result = await runtime.syncPod(pod, rs);
+    this.reasonCache.set(uid, result.startFailures);
+    await this.collectDeadContainers(pod, rs);
+    if (result.startFailures.size) {
+      status = this.generateStatus(pod, rs);
+      statusManager.setPodStatus(pod, status);
+    }
+    const delay = result.errors.length ? SYNC_ERROR_BACKOFF_MS : (result.requeueAfterMs ?? syncFrequencyMs);
+    workQueue.enqueue(uid, Math.min(delay, syncFrequencyMs));
+    if (result.errors.length) throw new PodSyncError(podFullName(pod), result.errors);
+    return false;
+  }
+
+  /** Removes dead attempts beyond the newest one per container (upstream's MaxPerPodContainer). */
+  private async collectDeadContainers(pod: Pod, rs: RuntimePodStatus): Promise<void> {
+    for (const c of evictableContainers(rs)) {
+      try {
+        await this.opts.runtime.removeContainer(c.id);
+        this.opts.oom?.unwatch(c.id);
+      } catch (err) {
+        this.opts.log.warn('Failed to remove dead container', { pod: podFullName(pod), container: c.name, containerID: c.id, err: (err as Error).message });
+      }
+    }
+  }
+
+  async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void> {
+    const { runtime, podManager, statusManager } = this.opts;
+    this.opts.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
+    await runtime.killPod(pod, rs, gracePeriodOverride);
+    const fresh = await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
+    if (podManager.getPodByUID(pod.metadata.uid!)) {
+      statusManager.setPodStatus(pod, this.generateStatus(pod, fresh, true));
+    }
+  }
+
+  async syncTerminatedPod(pod: Pod, rs: RuntimePodStatus, removed: boolean): Promise<void> {
+    const { runtime, statusManager, cgroups } = this.opts;
+    const uid = pod.metadata.uid!;
+    const fresh = await runtime.getPodStatus(uid, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
+    if (fresh.containerStatuses.some((c) => c.state === 'running')) {
+      throw new PodStillRunningError(podFullName(pod));
+    }
+    if (removed) {
+      await runtime.removePod(fresh);
+      for (const c of fresh.containerStatuses) this.opts.oom?.unwatch(c.id);
+      statusManager.deletePodStatus(uid);
+      this.reasonCache.delete(uid);
+      await rm(podDir(this.opts.rootDir, uid), { recursive: true, force: true });
+      const ns = fresh.namespace || pod.metadata.namespace || '';
+      const name = fresh.name || pod.metadata.name || '';
+      await rm(buildPodLogsDirectory(this.opts.podLogsDir, ns, name, uid), { recursive: true, force: true });
+    }
+    // Remove the pod cgroup wherever it is (the QoS class may be unknown for an orphan).
+    for (const [cgUID, name] of await cgroups.listPodCgroups()) {
+      if (cgUID === uid) await cgroups.remove(name);
+    }
+    this.opts.log.info('Pod terminated and cleaned up', { pod: podFullName(pod), podUID: uid, removed });
+  }
+}

@@ -1,0 +1,196 @@
+// What a pod needs (upstream: kubeGenericRuntimeManager.computePodActions): from the pod's
+// spec and the runtime's view of it, decide whether to kill it, recreate its sandbox, and which
+// init and regular containers to start or kill. Pure: no I/O, no clock.
+
+import type { Container, Pod } from '../api/types.js';
+import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
+import { hashContainer } from './container-hash.js';
+import { shouldContainerBeRestarted } from './restart-policy.js';
+
+export interface ContainerToKill {
+  id: string;
+  name: string;
+  container?: Container;
+  reason: string;
+}
+
+/** upstream's podActions. */
+export interface PodActions {
+  killPod: boolean;
+  createSandbox: boolean;
+  sandboxID: string;
+  attempt: number;
+  /** Init containers (index into spec.initContainers) to start now, in order. */
+  initContainersToStart: number[];
+  /** Regular containers (index into spec.containers) to start. */
+  containersToStart: number[];
+  containersToKill: ContainerToKill[];
+}
+
+/** Newest status per container name (statuses are ordered newest first). */
+export function latestByName(statuses: ContainerRuntimeStatus[]): Map<string, ContainerRuntimeStatus> {
+  const m = new Map<string, ContainerRuntimeStatus>();
+  for (const s of statuses) if (!m.has(s.name)) m.set(s.name, s);
+  return m;
+}
+
+function isRestartableInit(c: Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+/** Decides what a pod needs, from its spec and the runtime's view of it. */
+export function computePodActions(pod: Pod, status: RuntimePodStatus): PodActions {
+  const actions: PodActions = {
+    killPod: false,
+    createSandbox: false,
+    sandboxID: '',
+    attempt: 0,
+    initContainersToStart: [],
+    containersToStart: [],
+    containersToKill: [],
+  };
+  const policy = pod.spec.restartPolicy ?? 'Always';
+  const latest = latestByName(status.containerStatuses);
+  const initContainers = pod.spec.initContainers ?? [];
+
+  // 1. The sandbox.
+  const [createSandbox, attempt, sandboxID] = podSandboxChanged(pod, status);
+  actions.createSandbox = createSandbox;
+  actions.attempt = attempt;
+  actions.sandboxID = sandboxID;
+  if (createSandbox) {
+    actions.killPod = true;
+    // A Never pod whose sandbox died after its containers ran is done: do not start it again.
+    if (policy === 'Never' && attempt !== 0 && status.containerStatuses.length > 0) {
+      actions.createSandbox = false;
+      return actions;
+    }
+    const toStart: number[] = [];
+    pod.spec.containers.forEach((c, i) => {
+      const s = latest.get(c.name);
+      if (policy === 'OnFailure' && s?.state === 'exited' && s.exitCode === 0) return;
+      if (policy === 'Never' && s && s.state !== 'created') return;
+      toStart.push(i);
+    });
+    // Initialized and nothing left to start (an OnFailure pod that succeeded): only kill it.
+    if (toStart.length === 0 && initializationDone(pod, latest)) {
+      actions.createSandbox = false;
+      return actions;
+    }
+    if (initContainers.length > 0) {
+      actions.initContainersToStart = [0];
+      return actions;
+    }
+    actions.containersToStart = toStart;
+    return actions;
+  }
+
+  // 2. Init containers, in order: each to success (restartable ones: to running) before the next.
+  let initDone = true;
+  for (let i = 0; i < initContainers.length; i++) {
+    const c = initContainers[i]!;
+    const s = latest.get(c.name);
+    if (isRestartableInit(c)) {
+      if (s?.state === 'running') {
+        if (s.hash !== hashContainer(c)) {
+          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Init container spec hash changed' });
+          actions.initContainersToStart.push(i);
+        }
+        continue;
+      }
+      if (s?.state === 'unknown') actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Container state unknown' });
+      actions.initContainersToStart.push(i);
+      initDone = initDone && s !== undefined && s.state !== 'created';
+      if (!s || s.state === 'created') {
+        initDone = false;
+        break;
+      }
+      continue;
+    }
+    if (s?.state === 'exited' && s.exitCode === 0) continue;
+    initDone = false;
+    if (!s || s.state === 'created') {
+      actions.initContainersToStart.push(i);
+    } else if (s.state === 'exited' || s.state === 'unknown') {
+      if (s.state === 'unknown') actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Init container state unknown' });
+      if (policy === 'Never') {
+        // A failed init container fails a Never pod.
+        actions.killPod = true;
+        actions.initContainersToStart = [];
+        return actions;
+      }
+      actions.initContainersToStart.push(i);
+    }
+    // Running: wait for it.
+    break;
+  }
+  if (!initDone) {
+    if (!actions.initContainersToStart.length && !hasRunning(status)) {
+      // Nothing runs and nothing can start: only possible for a finished Never pod.
+      actions.killPod = policy === 'Never';
+    }
+    return actions;
+  }
+
+  // 3. Regular containers.
+  let keepCount = 0;
+  const specNames = new Set<string>();
+  pod.spec.containers.forEach((c, i) => {
+    specNames.add(c.name);
+    const s = latest.get(c.name);
+    if (!s || s.state !== 'running') {
+      if (s?.state === 'unknown') actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Container state unknown' });
+      if (shouldContainerBeRestarted(c, pod, status)) actions.containersToStart.push(i);
+      return;
+    }
+    if (s.hash !== hashContainer(c)) {
+      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed` });
+      actions.containersToStart.push(i);
+      return;
+    }
+    keepCount++;
+  });
+  for (const c of initContainers) specNames.add(c.name);
+  // Running containers the spec no longer names, and older attempts still running.
+  for (const s of status.containerStatuses) {
+    if (s.state !== 'running') continue;
+    if (!specNames.has(s.name) || latest.get(s.name) !== s) {
+      if (!actions.containersToKill.some((k) => k.id === s.id)) {
+        actions.containersToKill.push({ id: s.id, name: s.name, reason: 'Container is not in the pod spec' });
+      }
+    }
+  }
+  // Sidecars do not keep a pod alive: with no regular container to keep or start, it is done.
+  if (keepCount === 0 && actions.containersToStart.length === 0) {
+    actions.killPod = true;
+    actions.initContainersToStart = [];
+  }
+  return actions;
+}
+
+/** Every init container has done its part: run-to-completion ones succeeded, sidecars started (upstream: findNextInitContainerToRun's done, or a regular container started). */
+function initializationDone(pod: Pod, latest: Map<string, ContainerRuntimeStatus>): boolean {
+  const init = pod.spec.initContainers ?? [];
+  if (init.some(isRestartableInit)) return pod.spec.containers.some((c) => latest.has(c.name) && latest.get(c.name)!.state !== 'created');
+  return init.every((c) => {
+    const s = latest.get(c.name);
+    return s?.state === 'exited' && s.exitCode === 0;
+  });
+}
+
+function hasRunning(status: RuntimePodStatus): boolean {
+  return status.containerStatuses.some((c) => c.state === 'running');
+}
+
+/** upstream's podSandboxChanged: [createSandbox, attempt, sandboxID]. */
+function podSandboxChanged(pod: Pod, status: RuntimePodStatus): [boolean, number, string] {
+  const sandboxes = status.sandboxStatuses;
+  if (sandboxes.length === 0) return [true, 0, ''];
+  const newest = sandboxes[0]!;
+  const readyCount = sandboxes.filter((s) => s.state === 'ready').length;
+  if (readyCount > 1) return [true, newest.attempt + 1, newest.id];
+  if (newest.state !== 'ready') return [true, newest.attempt + 1, newest.id];
+  if (newest.hostNetwork !== Boolean(pod.spec.hostNetwork)) return [true, newest.attempt + 1, ''];
+  if (!pod.spec.hostNetwork && !newest.ip) return [true, newest.attempt + 1, newest.id];
+  return [false, newest.attempt, newest.id];
+}

@@ -1,0 +1,246 @@
+// The pod workers' state machine: create → sync, kill → terminating → terminated, removal
+// finishes the worker, a re-added UID starts again; one hook at a time per UID; stop/idle.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Pod } from '../../src/api/types.js';
+import { PodWorkers, type PodWorkerHooks } from '../../src/kubelet/pod-workers.js';
+import { PodCache } from '../../src/pleg/cache.js';
+import { FakeClock } from '../../src/util/clock.js';
+import { gate, loggerDouble, mkPod, settle, type Gate } from './doubles.js';
+
+interface Rig {
+  workers: PodWorkers;
+  calls: string[];
+  /** Per hook name: a gate the next call waits on. */
+  holds: Map<string, Gate>;
+  /** What syncPod answers (terminal or not). */
+  terminal: Set<string>;
+  errors: string[];
+  /** Max hooks running at once per UID. */
+  maxConcurrent: Map<string, number>;
+}
+
+function rig(): Rig {
+  const clock = new FakeClock();
+  const cache = new PodCache();
+  // Every read is fresh enough: the cache's own waiting is tested in test/pleg.
+  cache.updateTime(Number.MAX_SAFE_INTEGER);
+  const calls: string[] = [];
+  const holds = new Map<string, Gate>();
+  const terminal = new Set<string>();
+  const errors: string[] = [];
+  const running = new Map<string, number>();
+  const maxConcurrent = new Map<string, number>();
+  const wrap = async (name: string, pod: Pod, extra = ''): Promise<void> => {
+    const uid = pod.metadata.uid!;
+    running.set(uid, (running.get(uid) ?? 0) + 1);
+    maxConcurrent.set(uid, Math.max(maxConcurrent.get(uid) ?? 0, running.get(uid)!));
+    calls.push(`${name} ${uid}${extra}`);
+    try {
+      const h = holds.get(`${name} ${uid}`);
+      if (h) await h.promise;
+    } finally {
+      running.set(uid, running.get(uid)! - 1);
+    }
+  };
+  const hooks: PodWorkerHooks = {
+    syncPod: async (pod) => {
+      await wrap('sync', pod);
+      return terminal.has(pod.metadata.uid!);
+    },
+    syncTerminatingPod: async (pod, _s, grace) => wrap('terminating', pod, grace === undefined ? '' : ` grace=${grace}`),
+    syncTerminatedPod: async (pod, _s, removed) => wrap('terminated', pod, removed ? ' removed' : ''),
+  };
+  const workers = new PodWorkers({ hooks, cache, clock, log: loggerDouble(), onError: (pod, err) => void errors.push(`${pod.metadata.uid}: ${err.message}`) });
+  return { workers, calls, holds, terminal, errors, maxConcurrent };
+}
+
+test('create syncs the pod; kill with removal terminates, cleans up and finishes the worker', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1']);
+  assert.equal(r.workers.isTerminationRequested('u1'), false);
+
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true, gracePeriodOverride: 5 });
+  assert.equal(r.workers.isTerminationRequested('u1'), true);
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1 grace=5', 'terminated u1 removed']);
+  assert.equal(r.workers.isTerminated('u1'), true);
+  assert.deepEqual(r.workers.knownPods(), [], 'a finished worker is no longer a live pod');
+  r.workers.forgetFinished();
+  assert.equal(r.workers.has('u1'), false);
+});
+
+test('a pod that reaches a terminal phase terminates once; its removal later runs the cleanup', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  r.terminal.add('u1');
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1', 'terminated u1']);
+  // Updates for a terminated pod run nothing new.
+  r.workers.updatePod({ updateType: 'update', pod });
+  await r.workers.idle();
+  assert.equal(r.calls.length, 3);
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await r.workers.idle();
+  assert.deepEqual(r.calls.slice(3), ['terminated u1 removed']);
+});
+
+test('a terminating pod never goes back to sync; updates while terminating are dropped', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  r.holds.set('terminating u1', gate());
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  r.workers.updatePod({ updateType: 'kill', pod });
+  await settle();
+  r.workers.updatePod({ updateType: 'update', pod });
+  r.workers.updatePod({ updateType: 'sync', pod });
+  r.holds.get('terminating u1')!.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1', 'terminated u1']);
+});
+
+test('one hook at a time per UID: updates while busy coalesce into one more sync', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  const g = gate();
+  r.holds.set('sync u1', g);
+  r.workers.updatePod({ updateType: 'create', pod });
+  await settle();
+  for (let i = 0; i < 5; i++) r.workers.updatePod({ updateType: 'update', pod });
+  await settle();
+  assert.deepEqual(r.calls, ['sync u1']);
+  r.holds.delete('sync u1');
+  g.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'sync u1'], 'five updates while busy make one more sync');
+  assert.equal(r.maxConcurrent.get('u1'), 1);
+});
+
+test('different UIDs run in parallel', async () => {
+  const r = rig();
+  const g = gate();
+  r.holds.set('sync a', g);
+  r.workers.updatePod({ updateType: 'create', pod: mkPod('a') });
+  r.workers.updatePod({ updateType: 'create', pod: mkPod('b') });
+  await settle();
+  assert.deepEqual(r.calls.sort(), ['sync a', 'sync b']);
+  g.open();
+  await r.workers.idle();
+});
+
+test('a kill while syncing is sticky: later updates do not undo it', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  const g = gate();
+  r.holds.set('sync u1', g);
+  r.workers.updatePod({ updateType: 'create', pod });
+  await settle();
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  r.workers.updatePod({ updateType: 'update', pod });
+  g.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1', 'terminated u1 removed']);
+});
+
+test('a static pod replaced under the same full name waits for the old UID to terminate', async () => {
+  const r = rig();
+  const old = mkPod('old', 'web');
+  const next = mkPod('new', 'web');
+  const g = gate();
+  r.holds.set('terminating old', g);
+  r.workers.updatePod({ updateType: 'create', pod: old });
+  await r.workers.idle();
+  r.workers.updatePod({ updateType: 'kill', pod: old, removed: true });
+  r.workers.updatePod({ updateType: 'create', pod: next });
+  await settle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old'], 'the new UID must not start while the old one terminates');
+  g.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old', 'terminated old removed', 'sync new']);
+});
+
+test('a pod removed and added again with the same UID starts again (finished worker)', async () => {
+  const r = rig();
+  const pod = mkPod('static-1', 'web');
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await r.workers.idle();
+  assert.equal(r.workers.isTerminated('static-1'), true);
+
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync static-1', 'terminating static-1', 'terminated static-1 removed', 'sync static-1']);
+  assert.equal(r.workers.isTerminationRequested('static-1'), false);
+  assert.deepEqual(r.workers.knownPods(), ['static-1']);
+});
+
+test('a pod added again while its removal is still running starts once the removal finished', async () => {
+  const r = rig();
+  const pod = mkPod('static-1', 'web');
+  const g = gate();
+  r.holds.set('terminating static-1', g);
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await settle();
+  r.workers.updatePod({ updateType: 'create', pod });
+  await settle();
+  assert.deepEqual(r.calls, ['sync static-1', 'terminating static-1']);
+  g.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync static-1', 'terminating static-1', 'terminated static-1 removed', 'sync static-1']);
+});
+
+test('a hook error is reported and the pod is retried on the next update', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  let fail = true;
+  const workers = new PodWorkers({
+    hooks: {
+      syncPod: async () => {
+        r.calls.push('sync');
+        if (fail) throw new Error('boom');
+        return false;
+      },
+      syncTerminatingPod: async () => undefined,
+      syncTerminatedPod: async () => undefined,
+    },
+    cache: (() => { const c = new PodCache(); c.updateTime(Number.MAX_SAFE_INTEGER); return c; })(),
+    clock: new FakeClock(),
+    log: loggerDouble(),
+    onError: (p, err) => void r.errors.push(`${p.metadata.uid}: ${err.message}`),
+  });
+  workers.updatePod({ updateType: 'create', pod });
+  await workers.idle();
+  assert.deepEqual(r.errors, ['u1: boom']);
+  fail = false;
+  workers.updatePod({ updateType: 'sync', pod });
+  await workers.idle();
+  assert.deepEqual(r.calls, ['sync', 'sync']);
+});
+
+test('after stop() no new work starts and idle() resolves while a hook still runs', async () => {
+  const r = rig();
+  const g = gate();
+  r.holds.set('sync u1', g);
+  r.workers.updatePod({ updateType: 'create', pod: mkPod('u1') });
+  await settle();
+  let idle = false;
+  const p = r.workers.idle().then(() => { idle = true; });
+  await settle();
+  assert.equal(idle, false, 'idle waits for the running hook');
+  r.workers.stop();
+  r.workers.updatePod({ updateType: 'create', pod: mkPod('u2') });
+  r.workers.updatePod({ updateType: 'update', pod: mkPod('u1') });
+  g.open();
+  await p;
+  await settle();
+  assert.deepEqual(r.calls, ['sync u1'], 'nothing starts after stop');
+});
