@@ -3,7 +3,7 @@
 
 import type { Container, LifecycleHandler, Pod } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
-import { formatPod } from '../status/reasons.js';
+import { formatPod } from '../api/reasons.js';
 
 export interface HookTarget {
   pod: Pod;

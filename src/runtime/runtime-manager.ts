@@ -15,7 +15,7 @@ import { HandlerRunner } from './hooks.js';
 import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
 import { ImageError, type ImageManager } from '../images/image-manager.js';
-import { Reasons, crashLoopBackOffMessage } from '../status/reasons.js';
+import { Reasons, crashLoopBackOffMessage } from '../api/reasons.js';
 import { shouldContainerBeRestarted } from '../status/generate.js';
 import { Backoff } from '../util/backoff.js';
 import type { Clock } from '../util/clock.js';

@@ -127,3 +127,18 @@ describe('Quantity arithmetic and printing', () => {
     assert.equal(parseQuantity('2Ki').asApproximateFloat64(), 2048);
   });
 });
+
+describe('QuantityError', () => {
+  it('is a KubeletError with its stable code and the input', async () => {
+    const { KubeletError } = await import('../../src/util/errors.js');
+    try {
+      parseQuantity('12Zi');
+      assert.fail('expected a QuantityError');
+    } catch (e) {
+      assert.ok(e instanceof QuantityError && e instanceof KubeletError);
+      assert.equal(e.code, 'InvalidQuantity');
+      assert.equal(e.name, 'QuantityError');
+      assert.equal(e.input, '12Zi');
+    }
+  });
+});
