@@ -173,6 +173,7 @@ export class Kubelet {
       onUpdate: (u) => this.handlePodUpdate(u),
       onError: (e) => this.handleManifestError(e),
       log: (msg) => this.log.info(msg),
+      clock: this.clock,
     });
     if (config.staticPodPath) this.podConfig.startFileSource(config.staticPodPath, config.fileCheckFrequency);
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
