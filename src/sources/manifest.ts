@@ -136,12 +136,14 @@ function checkTypeMeta(obj: Record<string, unknown>, kinds: readonly string[], o
   const fail = (detail: string, field: string): ManifestError =>
     new ManifestError(origin.source, origin.location, `couldn't parse as pod: ${detail}`, { field });
   const { apiVersion, kind } = obj;
-  if (apiVersion === undefined || apiVersion === '') throw fail(`Object 'apiVersion' is missing`, `${prefix}apiVersion`);
-  if (kind === undefined || kind === '') throw fail(`Object 'Kind' is missing`, `${prefix}kind`);
+  if (apiVersion === undefined || apiVersion === null || apiVersion === '') {
+    throw fail(`${prefix}apiVersion: Required value: Object 'apiVersion' is missing`, `${prefix}apiVersion`);
+  }
+  if (kind === undefined || kind === null || kind === '') throw fail(`${prefix}kind: Required value: Object 'Kind' is missing`, `${prefix}kind`);
   const wanted = kinds.map((k) => JSON.stringify(k)).join(' or ');
   if (apiVersion !== 'v1' || typeof kind !== 'string' || !kinds.includes(kind)) {
     const field = typeof kind === 'string' && kinds.includes(kind) ? `${prefix}apiVersion` : `${prefix}kind`;
-    throw fail(`expected apiVersion "v1" and kind ${wanted}, got apiVersion ${JSON.stringify(apiVersion)} and kind ${JSON.stringify(kind)}`, field);
+    throw fail(`${field}: expected apiVersion "v1" and kind ${wanted}, got apiVersion ${JSON.stringify(apiVersion)} and kind ${JSON.stringify(kind)}`, field);
   }
   return kind;
 }
