@@ -84,6 +84,19 @@ export function isValidPodUID(value: string): string[] {
 }
 
 /**
+ * The allocation-free check behind podIdentityErrors, for hot paths (the PLEG sees every new
+ * container): lengths first, so a hostile megabyte label costs nothing.
+ */
+export function isValidPodIdentity(uid: string, namespace: string, name: string, containerName?: string): boolean {
+  return (
+    uid.length > 0 && uid.length <= MaxPodUIDLength && POD_UID.test(uid) &&
+    namespace.length > 0 && namespace.length <= 63 && DNS1123_LABEL.test(namespace) &&
+    name.length > 0 && name.length <= 253 && DNS1123_SUBDOMAIN.test(name) &&
+    (containerName === undefined || (containerName.length > 0 && containerName.length <= 63 && DNS1123_LABEL.test(containerName)))
+  );
+}
+
+/**
  * Problems with a pod identity read from outside the API (runtime labels, a pod cgroup):
  * the UID as above, the namespace a DNS-1123 label, the name a DNS-1123 subdomain, and the
  * container name (when given) a DNS-1123 label. Empty when all are valid.

@@ -4,7 +4,7 @@
 // shapes must stay exactly upstream's.
 
 import type { Container, ContainerPort, LifecycleHandler, Pod } from '../api/types.js';
-import { podIdentityErrors } from '../api/validation.js';
+import { isValidPodIdentity, podIdentityErrors } from '../api/validation.js';
 import { hashContainer } from './container-hash.js';
 
 // Labels (pkg/kubelet/types/labels.go): selectable, so the runtime can filter on them.
@@ -144,6 +144,7 @@ const IDENTITY_LABEL: Record<string, string> = {
  * directory, a cgroup or a log path.
  */
 export function labeledPodIdentityError(uid: string, name: string, namespace: string, containerName?: string): string | undefined {
+  if (isValidPodIdentity(uid, namespace, name, containerName)) return undefined;
   const errs = podIdentityErrors({ uid, name, namespace, ...(containerName !== undefined ? { containerName } : {}) });
   if (errs.length === 0) return undefined;
   return errs.map((e) => `label ${IDENTITY_LABEL[e.field] ?? e.field}: ${e.message}`).join('; ');

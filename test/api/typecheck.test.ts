@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkTypes, MaxTypeErrors } from '../../src/api/typecheck.js';
-import { checkPodTypes, isValidPodUID, podIdentityErrors, validatePod } from '../../src/api/validation.js';
+import fc from 'fast-check';
+import { checkPodTypes, isValidPodIdentity, isValidPodUID, podIdentityErrors, validatePod } from '../../src/api/validation.js';
 import { applyPodDefaults } from '../../src/api/defaults.js';
 import type { Pod } from '../../src/api/types.js';
 
@@ -99,5 +100,16 @@ describe('pod UIDs and identities', () => {
     const errs = podIdentityErrors({ uid: '../x', namespace: 'a..b', name: 'a/b', containerName: 'Main' });
     assert.deepEqual(errs.map((e) => e.field), ['uid', 'namespace', 'name', 'containerName']);
     assert.deepEqual(podIdentityErrors({ uid: '', namespace: '', name: '' }).map((e) => e.message), ['Required value', 'Required value', 'Required value']);
+  });
+
+  it('isValidPodIdentity (the hot-path check) agrees with podIdentityErrors', () => {
+    const part = fc.oneof(fc.stringMatching(/^[a-z0-9][-a-z0-9.]{0,70}$/), fc.uuid(), fc.constantFrom('', '..', 'a/b', 'A', 'a-', 'x'.repeat(254)), fc.string({ maxLength: 10 }));
+    fc.assert(
+      fc.property(part, part, part, fc.option(part, { nil: undefined }), (uid, namespace, name, containerName) => {
+        const id = { uid, namespace, name, ...(containerName !== undefined ? { containerName } : {}) };
+        assert.equal(isValidPodIdentity(uid, namespace, name, containerName), podIdentityErrors(id).length === 0, JSON.stringify(id));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
