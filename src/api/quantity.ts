@@ -197,7 +197,7 @@ export class Quantity {
 
 function toBigIntStrict(v: number | bigint, what: string): bigint {
   if (typeof v === 'bigint') return v;
-  if (!Number.isSafeInteger(v)) throw new RangeError(`Quantity.${what}: ${v} is not a safe integer`);
+  if (!Number.isSafeInteger(v)) throw new QuantityError(String(v), `Quantity.${what} takes a safe integer`);
   return BigInt(v);
 }
 

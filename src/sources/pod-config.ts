@@ -6,6 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { realClock, type Clock } from '../util/clock.js';
+import { KubeletError } from '../util/errors.js';
 import { rootLogger } from '../util/log.js';
 import { ManifestError } from './errors.js';
 import { FileSource, type SourceEntry } from './file-source.js';
@@ -153,7 +154,7 @@ export class PodConfig {
   }
 
   private claim(source: string): void {
-    if (this.running.has(source)) throw new Error(`pod source ${JSON.stringify(source)} is already started`);
+    if (this.running.has(source)) throw new KubeletError('PodSourceAlreadyStarted', `pod source ${JSON.stringify(source)} is already started`);
     this.sources.add(source);
   }
 
