@@ -14,6 +14,8 @@
 // upstream does. milliValue() and value() round up (away from zero) like upstream's
 // MilliValue() / Value(), so "100m" has value() 1 and "1n" has milliValue() 1.
 
+import { KubeletError } from '../util/errors.js';
+
 export type QuantityFormat = 'DecimalSI' | 'BinarySI' | 'DecimalExponent';
 
 const NANO = 1_000_000_000n;
@@ -23,12 +25,11 @@ const MILLI_IN_NANO = 1_000_000n;
 const FORMAT_HINT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /** Bad quantity input; the message names the input string. */
-export class QuantityError extends Error {
-  readonly code = 'InvalidQuantity';
+export class QuantityError extends KubeletError {
+  declare readonly code: 'InvalidQuantity';
   readonly input: string;
   constructor(input: string, reason: string) {
-    super(`invalid quantity ${JSON.stringify(input)}: ${reason}`);
-    this.name = 'QuantityError';
+    super('InvalidQuantity', `invalid quantity ${JSON.stringify(input)}: ${reason}`);
     this.input = input;
   }
 }
@@ -196,7 +197,7 @@ export class Quantity {
 
 function toBigIntStrict(v: number | bigint, what: string): bigint {
   if (typeof v === 'bigint') return v;
-  if (!Number.isSafeInteger(v)) throw new RangeError(`Quantity.${what}: ${v} is not a safe integer`);
+  if (!Number.isSafeInteger(v)) throw new QuantityError(String(v), `Quantity.${what} takes a safe integer`);
   return BigInt(v);
 }
 

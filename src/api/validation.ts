@@ -1,7 +1,9 @@
 // Validation of core/v1 pods (after defaulting), the part of upstream's ValidatePodCreate that
 // decides whether a kubelet can run a pod read from a manifest. Field paths and messages follow
 // upstream's field.Error formatting: `spec.containers[0].image: Required value`.
+import { PodFields } from './pod-schema.js';
 import { parseQuantity, type Quantity } from './quantity.js';
+import { checkTypes } from './typecheck.js';
 import type { Pod } from './types.js';
 
 export interface FieldError {
@@ -57,6 +59,62 @@ export function isDNS1123Subdomain(value: string): string[] {
     );
   }
   return errs;
+}
+
+// A pod UID names directories (`<rootDir>/pods/<uid>`, the pod log directory) and the pod
+// cgroup (`pod<uid>`, `...-pod<uid>.slice` with systemd), so a UID given in a manifest must be
+// one safe token: letters, digits and '-', starting and ending alphanumeric, at most 128
+// characters. UUIDs (the API server's) and upstream's static-pod content hashes (hex) pass;
+// '/', '.', '_' (the systemd driver's escape for '-') and anything else do not.
+const POD_UID_FMT = '[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?';
+const POD_UID = new RegExp(`^${POD_UID_FMT}$`);
+export const MaxPodUIDLength = 128;
+
+/** Problems with `value` as a pod UID; empty when valid. */
+export function isValidPodUID(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > MaxPodUIDLength) errs.push(`must be no more than ${MaxPodUIDLength} characters`);
+  if (!POD_UID.test(value)) {
+    errs.push(
+      "a pod UID must consist of alphanumeric characters or '-', and must start and end with an alphanumeric character " +
+        `(e.g. a UUID, regex used for validation is '${POD_UID_FMT}')`,
+    );
+  }
+  return errs;
+}
+
+/**
+ * The allocation-free check behind podIdentityErrors, for hot paths (the PLEG sees every new
+ * container): lengths first, so a hostile megabyte label costs nothing.
+ */
+export function isValidPodIdentity(uid: string, namespace: string, name: string, containerName?: string): boolean {
+  return (
+    uid.length > 0 && uid.length <= MaxPodUIDLength && POD_UID.test(uid) &&
+    namespace.length > 0 && namespace.length <= 63 && DNS1123_LABEL.test(namespace) &&
+    name.length > 0 && name.length <= 253 && DNS1123_SUBDOMAIN.test(name) &&
+    (containerName === undefined || (containerName.length > 0 && containerName.length <= 63 && DNS1123_LABEL.test(containerName)))
+  );
+}
+
+/**
+ * Problems with a pod identity read from outside the API (runtime labels, a pod cgroup):
+ * the UID as above, the namespace a DNS-1123 label, the name a DNS-1123 subdomain, and the
+ * container name (when given) a DNS-1123 label. Empty when all are valid.
+ */
+export function podIdentityErrors(id: { uid: string; namespace: string; name: string; containerName?: string }): FieldError[] {
+  const out: FieldError[] = [];
+  const check = (field: string, v: unknown, fn: (s: string) => string[]): void => {
+    if (typeof v !== 'string' || v === '') {
+      out.push({ field, message: 'Required value' });
+      return;
+    }
+    for (const m of fn(v)) out.push({ field, message: `Invalid value: ${show(v)}: ${m}` });
+  };
+  check('uid', id.uid, isValidPodUID);
+  check('namespace', id.namespace, isDNS1123Label);
+  check('name', id.name, isDNS1123Subdomain);
+  if (id.containerName !== undefined) check('containerName', id.containerName, isDNS1123Label);
+  return out;
 }
 
 /** Problems with `value` as a qualified name (`[prefix/]name`, e.g. a label key). */
@@ -178,6 +236,11 @@ function present(v: unknown): boolean {
 }
 
 function validateNameAndLabels(errs: Errors, meta: Obj): void {
+  const uid = meta.uid;
+  if (present(uid) && uid !== '') {
+    if (typeof uid !== 'string') errs.invalid('metadata.uid', uid, 'must be a string');
+    else for (const m of isValidPodUID(uid)) errs.invalid('metadata.uid', uid, m);
+  }
   const name = meta.name;
   if (name === undefined || name === null || name === '') {
     errs.required('metadata.name', 'name or generateName is required');
@@ -593,7 +656,18 @@ function validateTolerations(errs: Errors, list: unknown[]): void {
   });
 }
 
-/** Validates a defaulted core/v1 Pod; an empty result means a kubelet can run it. */
+/**
+ * Type-checks a decoded core/v1 Pod as decoding into upstream's Go structs would: an empty
+ * result means every known field has its API type. Known fields set to null are removed.
+ */
+export function checkPodTypes(pod: unknown): FieldError[] {
+  return checkTypes(pod, PodFields);
+}
+
+/**
+ * Validates a defaulted core/v1 Pod; an empty result means a kubelet can run it. A pod with
+ * fields of the wrong type gets only the type errors (nothing else can be judged on it).
+ */
 export function validatePod(pod: Pod): FieldError[] {
   const errs = new Errors();
   const p = pod as unknown;
@@ -601,6 +675,8 @@ export function validatePod(pod: Pod): FieldError[] {
     errs.invalid('', p, 'must be an object');
     return errs.list;
   }
+  const typeErrors = checkPodTypes(p);
+  if (typeErrors.length > 0) return typeErrors;
   if (!isObject(p.metadata)) errs.required('metadata');
   else validateNameAndLabels(errs, p.metadata);
   const spec = p.spec;

@@ -7,7 +7,7 @@ import { defaultImagePullPolicy, parseImageReference } from '../api/defaults.js'
 import type { PodSandboxConfig } from '../runtime/cri-types.js';
 import { Backoff } from '../util/backoff.js';
 import { KubeletError } from '../util/errors.js';
-import { Reasons } from '../status/reasons.js';
+import { Reasons } from '../api/reasons.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 

@@ -126,7 +126,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
         watchContainer: (podUID, name, id, cgroupName, meta) => w.watchContainer(podUID, name, id, cgroupRefFor(mounts, cgroupName), meta),
       };
     },
-    podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg) }),
+    podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
 }
 

@@ -1,7 +1,7 @@
 // What kubelet-ts records for an OOM kill: a Kubernetes event (SystemOOM on the node as
 // upstream's oom_watcher_linux.go does; OOMKilling on the pod, the reason node-problem-detector
 // uses for kernel OOM kills), and the container status reason cross-check.
-import { OOMKilled } from '../status/reasons.js';
+import { OOMKilled } from '../api/reasons.js';
 import type { OomEvent } from './types.js';
 
 /** Upstream's node event reason for a victim outside any pod. */

@@ -13,6 +13,7 @@
 //  - events wait in the PLEG until the pod's status shows them (then they are emitted).
 
 import { CriError } from '../runtime/cri-errors.js';
+import { labeledPodIdentityError } from '../runtime/labels.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
@@ -238,6 +239,13 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
       // upstream ignores these too: the sandbox was gone when the runtime built the event
       this.stats.ignored++;
       this.log.v(4).info('Evented PLEG: event without pod sandbox metadata; ignored', { containerID: e.containerId, type: e.type });
+      return;
+    }
+    const bad = labeledPodIdentityError(pod.uid, pod.name, pod.namespace);
+    if (bad !== undefined) {
+      // not a pod kubelet-ts could have made: its identity must never reach a path or a cgroup
+      this.stats.ignored++;
+      this.log.warn('Evented PLEG: event for a sandbox with invalid pod identity; ignored', { containerID: e.containerId, why: bad });
       return;
     }
     const store = this.g.store;

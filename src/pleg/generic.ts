@@ -92,6 +92,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private running?: Promise<void>;
   private again = false;
   private readonly statusFetch: PodStatusFetcher;
+  private readonly reportedInvalid = new Set<string>();
 
   constructor(private readonly opts: GenericPlegOptions) {
     this.relistPeriodMs = opts.relistPeriodMs;
@@ -237,7 +238,15 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     return this.running;
   }
 
-  private async relistOnce(): Promise<void> {
+  /** Logs once per object that the lists skipped for invalid pod identity labels. */
+  private reportInvalidIdentity(why: string): void {
+    if (this.reportedInvalid.has(why)) return;
+    if (this.reportedInvalid.size >= 1000) this.reportedInvalid.clear();
+    this.reportedInvalid.add(why);
+    this.opts.log.warn('PLEG: skipping a runtime object whose pod identity labels kubelet-ts could not have written', { why });
+  }
+
+    private async relistOnce(): Promise<void> {
     const { clock, cache, metrics, log } = this.opts;
     const p0 = performance.now();
     const t0 = clock.now();
@@ -255,6 +264,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     }
     const p1 = performance.now();
     this.relistTime = t0;
+    for (const why of listStats.invalid) this.reportInvalidIdentity(why);
 
     // The diff: walk every record once; removals swap the last record into the slot, which
     // walking backwards has already visited.

@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { criEndpointToTarget } from '../runtime/cri-client.js';
 import { toCriError } from '../runtime/cri-errors.js';
+import { labeledPodIdentityError } from '../runtime/labels.js';
 import type { RuntimePod } from '../runtime/runtime-manager.js';
 import type { ContainerRuntimeStatus, SandboxRuntimeStatus } from '../runtime/types.js';
 import type { RecordState, RecordStore } from './records.js';
@@ -176,6 +177,12 @@ export class RuntimePodsLister implements RelistSource {
       stats.items++;
       let rec = store.get(id);
       if (!rec) {
+        const bad = labeledPodIdentityError(p.uid, p.name, p.namespace, sandbox ? undefined : name);
+        if (bad !== undefined) {
+          stats.foreign++;
+          stats.invalid.push(`${sandbox ? 'sandbox' : 'container'} ${id}: ${bad}`);
+          return;
+        }
         rec = store.create(id, sandbox, p.uid, p.name, p.namespace, name, createdAt, 0);
         stats.created++;
       }

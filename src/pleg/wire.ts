@@ -5,6 +5,7 @@
 // compared in place and only the state varint is read. Only new ids get strings, and only
 // the few labels the PLEG groups by.
 
+import { labeledPodIdentityError } from '../runtime/labels.js';
 import {
   CONTAINER_STATE_NAMES,
   type RecordState,
@@ -168,15 +169,17 @@ export interface ListDecodeStats {
   items: number;
   /** Items with an id the store did not know (records created). */
   created: number;
-  /** Items skipped for lack of a pod UID (not the kubelet's). */
+  /** Items skipped for lack of a pod UID, or with an invalid pod identity (not the kubelet's). */
   foreign: number;
+  /** Why items with a pod UID label were skipped: their identity labels are invalid. */
+  invalid: string[];
   bytes: number;
   /** Time spent decoding (ms). */
   decodeMs: number;
 }
 
 export function emptyListStats(): ListDecodeStats {
-  return { items: 0, created: 0, foreign: 0, bytes: 0, decodeMs: 0 };
+  return { items: 0, created: 0, foreign: 0, invalid: [], bytes: 0, decodeMs: 0 };
 }
 
 /** How one list response names its items: the state field and the record to create for a new id. */
@@ -312,6 +315,12 @@ function newContainer(
     stats.foreign++;
     return;
   }
+  const bad = labeledPodIdentityError(uid, podName, podNamespace, containerName || metaName);
+  if (bad !== undefined) {
+    stats.foreign++;
+    stats.invalid.push(`container ${latin1(buf, idStart, idEnd)}: ${bad}`);
+    return;
+  }
   const rec = store.create(latin1(buf, idStart, idEnd), false, uid, podName, podNamespace, containerName || metaName, createdAt, attempt, hash);
   rec.listGen = gen;
   rec.listState = state;
@@ -406,6 +415,12 @@ function newSandbox(
   const uid = meta?.uid || labelUid;
   if (!uid) {
     stats.foreign++;
+    return;
+  }
+  const bad = labeledPodIdentityError(uid, meta?.name || labelName, meta?.namespace || labelNamespace);
+  if (bad !== undefined) {
+    stats.foreign++;
+    stats.invalid.push(`sandbox ${latin1(buf, idStart, idEnd)}: ${bad}`);
     return;
   }
   const rec = store.create(

@@ -4,7 +4,7 @@
 
 import type { Container, LifecycleHandler, Pod } from '../api/types.js';
 import type { ExecSyncResponse } from './cri-types.js';
-import { formatPod } from '../status/reasons.js';
+import { formatPod } from '../api/reasons.js';
 import type { Clock } from '../util/clock.js';
 import { LifecycleHookError, ShutdownError } from './errors.js';
 

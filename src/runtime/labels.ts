@@ -4,6 +4,7 @@
 // shapes must stay exactly upstream's.
 
 import type { Container, ContainerPort, LifecycleHandler, Pod } from '../api/types.js';
+import { isValidPodIdentity, podIdentityErrors } from '../api/validation.js';
 import { hashContainer } from './container-hash.js';
 
 // Labels (pkg/kubelet/types/labels.go): selectable, so the runtime can filter on them.
@@ -127,6 +128,26 @@ export function getPodSandboxInfoFromLabels(labels: Record<string, string> | und
     podNamespace: l[KUBERNETES_POD_NAMESPACE_LABEL] ?? '',
     podUID: l[KUBERNETES_POD_UID_LABEL] ?? '',
   };
+}
+
+const IDENTITY_LABEL: Record<string, string> = {
+  uid: KUBERNETES_POD_UID_LABEL,
+  namespace: KUBERNETES_POD_NAMESPACE_LABEL,
+  name: KUBERNETES_POD_NAME_LABEL,
+  containerName: KUBERNETES_CONTAINER_NAME_LABEL,
+};
+
+/**
+ * Why the pod identity read back from a sandbox's or container's labels is not one kubelet-ts
+ * could have written (UID, namespace, name and container name as the API validates them), or
+ * undefined when it is. Such an object is not ours: it is skipped, and its labels never name a
+ * directory, a cgroup or a log path.
+ */
+export function labeledPodIdentityError(uid: string, name: string, namespace: string, containerName?: string): string | undefined {
+  if (isValidPodIdentity(uid, namespace, name, containerName)) return undefined;
+  const errs = podIdentityErrors({ uid, name, namespace, ...(containerName !== undefined ? { containerName } : {}) });
+  if (errs.length === 0) return undefined;
+  return errs.map((e) => `label ${IDENTITY_LABEL[e.field] ?? e.field}: ${e.message}`).join('; ');
 }
 
 /** Reads a sandbox's annotations back (upstream getPodSandboxInfoFromAnnotations). */

@@ -14,7 +14,7 @@ import type { HandlerRunner } from './hooks.js';
 import type { PodKiller } from './kill.js';
 import { latestByName } from './pod-actions.js';
 import { isKubeletError } from '../util/errors.js';
-import { Reasons, crashLoopBackOffMessage } from '../status/reasons.js';
+import { Reasons, crashLoopBackOffMessage } from '../api/reasons.js';
 import { Backoff } from '../util/backoff.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';

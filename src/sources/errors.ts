@@ -1,20 +1,22 @@
 // Errors of the static pod sources (manifest directory and manifest URL).
 import type { FieldError } from '../api/validation.js';
+import { KubeletError } from '../util/errors.js';
 
 export type ManifestSourceKind = 'file' | 'http';
 
 /**
- * A manifest that could not become a pod: unreadable, not YAML/JSON, not a v1 Pod, or invalid.
- * The message always starts with the file path or URL so an operator can find the culprit.
+ * A manifest that could not become a pod: unreadable, too large, not YAML/JSON, not a v1 Pod,
+ * a field of the wrong type, or invalid. The message always starts with the file path or URL
+ * so an operator can find the culprit, and names the offending field when there is one.
  */
-export class ManifestError extends Error {
-  readonly code = 'ManifestInvalid';
+export class ManifestError extends KubeletError {
+  declare readonly code: 'ManifestInvalid';
   readonly source: ManifestSourceKind;
   /** The manifest file path or the manifest URL. */
   readonly location: string;
   /** The first offending field (e.g. `spec.containers[0].image`), when one is known. */
   readonly field?: string;
-  /** Every validation error, when the manifest decoded but failed validation. */
+  /** Every field error, when the manifest decoded but failed type checking or validation. */
   readonly fieldErrors?: FieldError[];
 
   constructor(
@@ -23,8 +25,7 @@ export class ManifestError extends Error {
     detail: string,
     opts: { field?: string; fieldErrors?: FieldError[]; cause?: unknown } = {},
   ) {
-    super(`${location}: ${detail}`, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'ManifestError';
+    super('ManifestInvalid', `${location}: ${detail}`, { cause: opts.cause });
     this.source = source;
     this.location = location;
     if (opts.field !== undefined) this.field = opts.field;

@@ -2,9 +2,11 @@
 // inotify (fs.watch) for prompt changes plus a full re-check every fileCheckFrequency, each
 // delivering the whole set of pods found (SET semantics).
 import { watch, type FSWatcher, type Stats } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Pod } from '../api/types.js';
+import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { errorMessage, KubeletError } from '../util/errors.js';
 import { ManifestError } from './errors.js';
 import { decodePodManifest, MaxManifestBytes } from './manifest.js';
 import { FileSource as FILE_SOURCE } from './static-pod.js';
@@ -31,6 +33,10 @@ export interface FileSourceOptions {
   maxDebounceMs?: number;
   /** Use inotify (fs.watch) besides the periodic check; default true. */
   watch?: boolean;
+  /** Times the periodic check and the event debounce; default the real clock. */
+  clock?: Clock;
+  /** Largest manifest read; default MaxManifestBytes. */
+  maxManifestBytes?: number;
 }
 
 interface CachedFile {
@@ -40,6 +46,8 @@ interface CachedFile {
   pod?: Pod;
   /** The content whose decode failure was already reported. */
   reportedBadRaw?: string;
+  /** That failure: the same bytes fail the same way, so they are not decoded again. */
+  error?: ManifestError;
 }
 
 type Scan = { kind: 'full'; periodic: boolean } | { kind: 'files'; names: Set<string> };
@@ -53,8 +61,10 @@ export class FileSource {
   private readonly files = new Map<string, CachedFile>();
   private watcher: FSWatcher | undefined;
   private watchedIno: number | undefined;
-  private periodicTimer: NodeJS.Timeout | undefined;
-  private debounceTimer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private readonly maxBytes: number;
+  private periodicTimer: Timer | undefined;
+  private debounceTimer: Timer | undefined;
   private firstPendingAt = 0;
   private pending = new Set<string | typeof FULL>();
   private queue: Promise<void> = Promise.resolve();
@@ -70,6 +80,8 @@ export class FileSource {
     this.path = resolve(opts.path);
     this.opts = opts;
     this.log = opts.log ?? (() => {});
+    this.clock = opts.clock ?? realClock;
+    this.maxBytes = opts.maxManifestBytes ?? MaxManifestBytes;
   }
 
   /** Starts the first full check now, the watch, and the periodic re-check. */
@@ -87,8 +99,8 @@ export class FileSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.periodicTimer) clearTimeout(this.periodicTimer);
-    if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    this.periodicTimer?.cancel();
+    this.debounceTimer?.cancel();
     this.closeWatcher();
     await this.queue;
   }
@@ -97,7 +109,7 @@ export class FileSource {
     await this.enqueue({ kind: 'full', periodic: true });
     if (this.stopped) return;
     // the next check starts a full period after this one ended (upstream wait.Forever)
-    this.periodicTimer = setTimeout(() => void this.periodicCheck(), this.opts.checkPeriodMs);
+    this.periodicTimer = this.clock.setTimeout(() => void this.periodicCheck(), this.opts.checkPeriodMs);
   }
 
   private enqueue(scan: Scan): Promise<void> {
@@ -164,7 +176,7 @@ export class FileSource {
       for (const file of [...this.files.keys()]) if (file !== this.path) this.dropFile(file);
       this.applyRead(await this.readManifest(this.path), periodic);
     } else {
-      throw new Error('path is not a directory or file');
+      throw new KubeletError('StaticPodPathInvalid', `${this.path}: not a directory or a file`);
     }
   }
 
@@ -190,26 +202,34 @@ export class FileSource {
     }
     if (st.isDirectory()) return { file, kind: 'skip', why: `Not recursing into manifest path ${JSON.stringify(file)}` };
     if (!st.isFile()) return { file, kind: 'skip', why: `Manifest path ${JSON.stringify(file)} is not a directory or file` };
-    if (st.size > MaxManifestBytes) {
-      return { file, kind: 'bad', raw: `size:${st.size}:${st.mtimeMs}`, error: this.error(file, `manifest is ${st.size} bytes, more than the limit of ${MaxManifestBytes}`) };
-    }
+    const tooLarge = (size: string): ReadResult => ({
+      file,
+      kind: 'bad',
+      raw: `size:${size}:${st.mtimeMs}`,
+      error: this.error(file, `manifest is ${size} bytes, more than the limit of ${this.maxBytes} bytes`),
+    });
+    if (st.size > this.maxBytes) return tooLarge(String(st.size));
     let raw: string;
     try {
-      raw = await readFile(file, 'utf8');
+      const data = await readAtMost(file, this.maxBytes);
+      // the file grew after stat, or reports no size (procfs): the read itself is bounded
+      if (data === undefined) return tooLarge(`more than ${this.maxBytes}`);
+      raw = data;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
-      return { file, kind: 'bad', raw: '', error: this.error(file, `can't read manifest: ${(e as Error).message}`, e) };
+      return { file, kind: 'bad', raw: '', error: this.error(file, `can't read manifest: ${errorMessage(e)}`, e) };
     }
     const cached = this.files.get(file);
     // unchanged bytes decode to the same pod (same UID): skip the decode
     if (cached && cached.raw === raw) {
       if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw, pod: cached.pod };
+      if (cached.reportedBadRaw === raw && cached.error) return { file, kind: 'bad', raw, error: cached.error };
     }
     try {
       const pod = decodePodManifest(raw, { source: FILE_SOURCE, location: file, nodeName: this.opts.nodeName });
       return { file, kind: 'good', raw, pod };
     } catch (e) {
-      const err = e instanceof ManifestError ? e : this.error(file, String(e), e);
+      const err = e instanceof ManifestError ? e : this.error(file, `couldn't decode manifest: ${errorMessage(e)}`, e);
       return { file, kind: 'bad', raw, error: err };
     }
   }
@@ -238,7 +258,7 @@ export class FileSource {
     if (cached?.reportedBadRaw !== r.raw) this.opts.onError(r.error);
     const keep = periodic ? undefined : cached?.pod;
     if (cached?.pod && !keep) this.dirty = true;
-    const next: CachedFile = { raw: r.raw, reportedBadRaw: r.raw };
+    const next: CachedFile = { raw: r.raw, reportedBadRaw: r.raw, error: r.error };
     if (keep) next.pod = keep;
     this.files.set(r.file, next);
   }
@@ -292,13 +312,13 @@ export class FileSource {
       if (name !== null && name.startsWith('.')) return;
       this.pending.add(name === null ? FULL : join(dir, name));
     }
-    const now = Date.now();
+    const now = this.clock.now();
     if (this.debounceTimer === undefined) this.firstPendingAt = now;
-    else clearTimeout(this.debounceTimer);
+    else this.debounceTimer.cancel();
     const debounce = this.opts.debounceMs ?? 100;
     const maxWait = this.opts.maxDebounceMs ?? 1000;
     const wait = Math.max(0, Math.min(debounce, this.firstPendingAt + maxWait - now));
-    this.debounceTimer = setTimeout(() => this.flushEvents(), wait);
+    this.debounceTimer = this.clock.setTimeout(() => this.flushEvents(), wait);
   }
 
   private flushEvents(): void {
@@ -315,3 +335,23 @@ type ReadResult =
   | { file: string; kind: 'skip'; why: string }
   | { file: string; kind: 'good'; raw: string; pod: Pod }
   | { file: string; kind: 'bad'; raw: string; error: ManifestError };
+
+/** Reads a file as UTF-8, or undefined when it holds more than `limit` bytes. */
+async function readAtMost(file: string, limit: number): Promise<string | undefined> {
+  const fh = await open(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(Math.min(limit + 1, 64 * 1024));
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, limit + 1 - total), null);
+      if (bytesRead === 0) break;
+      chunks.push(Buffer.from(buf.subarray(0, bytesRead)));
+      total += bytesRead;
+      if (total > limit) return undefined;
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}

@@ -5,6 +5,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import { realClock, type Clock } from '../util/clock.js';
+import { KubeletError } from '../util/errors.js';
 import { rootLogger } from '../util/log.js';
 import { ManifestError } from './errors.js';
 import { FileSource, type SourceEntry } from './file-source.js';
@@ -32,6 +34,8 @@ export interface PodConfigOptions {
   onError: (e: ManifestError) => void;
   now?: () => Date;
   log?: (msg: string) => void;
+  /** Drives the sources' polls and debounces (tests step a FakeClock); default the real clock. */
+  clock?: Clock;
 }
 
 /** Annotations the kubelet itself sets; a change in them alone is no update. */
@@ -63,6 +67,7 @@ interface Running {
 export class PodConfig {
   private readonly opts: PodConfigOptions;
   private readonly now: () => Date;
+  private readonly clock: Clock;
   private readonly log: (msg: string) => void;
   /** source → UID → the pod as last merged (owned here, never handed out). */
   private readonly pods = new Map<string, Map<string, Pod>>();
@@ -77,7 +82,8 @@ export class PodConfig {
 
   constructor(opts: PodConfigOptions) {
     this.opts = opts;
-    this.now = opts.now ?? (() => new Date());
+    this.clock = opts.clock ?? realClock;
+    this.now = opts.now ?? (() => new Date(this.clock.now()));
     this.log = opts.log ?? ((msg) => rootLogger.info(msg));
   }
 
@@ -91,6 +97,7 @@ export class PodConfig {
       onSet: (entries) => this.mergeSet(FILE_SOURCE, entries),
       onError: (e) => this.opts.onError(e),
       log: this.log,
+      clock: this.clock,
     });
     this.running.set(FILE_SOURCE, src);
     src.start();
@@ -107,6 +114,7 @@ export class PodConfig {
       onSet: (entries) => this.mergeSet(HTTPSource, entries),
       onError: (e) => this.opts.onError(e),
       log: this.log,
+      clock: this.clock,
     });
     this.running.set(HTTPSource, src);
     src.start();
@@ -146,7 +154,7 @@ export class PodConfig {
   }
 
   private claim(source: string): void {
-    if (this.running.has(source)) throw new Error(`pod source ${JSON.stringify(source)} is already started`);
+    if (this.running.has(source)) throw new KubeletError('PodSourceAlreadyStarted', `pod source ${JSON.stringify(source)} is already started`);
     this.sources.add(source);
   }
 

@@ -37,7 +37,8 @@ export function canonicalJSON(value: unknown): string {
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : sortKeys(x)));
   if (typeof v === 'object' && v !== null) {
-    const out: Record<string, unknown> = {};
+    // no prototype: a `__proto__` key from a manifest stays a key, and is hashed like any other
+    const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const k of Object.keys(v).sort()) {
       const x = (v as Record<string, unknown>)[k];
       if (x !== undefined) out[k] = sortKeys(x);

@@ -1,7 +1,8 @@
 // The manifest URL source (upstream pkg/kubelet/config/http.go): polls staticPodURL every
 // httpCheckFrequency and delivers the full set of pods it serves (SET semantics), only when
 // the served bytes changed.
-import type { ManifestError as ManifestErrorType } from './errors.js';
+import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { errorMessage } from '../util/errors.js';
 import { ManifestError } from './errors.js';
 import type { SourceEntry } from './file-source.js';
 import { decodePodManifests, MaxManifestBytes } from './manifest.js';
@@ -15,10 +16,14 @@ export interface UrlSourceOptions {
   /** Extra request headers (staticPodURLHeader). */
   headers?: Record<string, string[]>;
   onSet: (entries: SourceEntry[]) => void;
-  onError: (e: ManifestErrorType) => void;
+  onError: (e: ManifestError) => void;
   log?: (msg: string) => void;
   /** Per-request timeout; upstream's client uses 10 s. */
   timeoutMs?: number;
+  /** Times the polls and the request timeout; default the real clock. */
+  clock?: Clock;
+  /** Largest response read; default MaxManifestBytes. */
+  maxManifestBytes?: number;
 }
 
 export class UrlSource {
@@ -27,7 +32,9 @@ export class UrlSource {
   private lastData: Buffer | undefined;
   private lastReported: string | undefined;
   private failures = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private readonly maxBytes: number;
+  private timer: Timer | undefined;
   private inflight: Promise<void> = Promise.resolve();
   private abort: AbortController | undefined;
   private stopped = false;
@@ -36,6 +43,8 @@ export class UrlSource {
   constructor(opts: UrlSourceOptions) {
     this.opts = opts;
     this.log = opts.log ?? (() => {});
+    this.clock = opts.clock ?? realClock;
+    this.maxBytes = opts.maxManifestBytes ?? MaxManifestBytes;
   }
 
   start(): void {
@@ -53,7 +62,7 @@ export class UrlSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.abort?.abort();
     await this.inflight;
   }
@@ -61,7 +70,7 @@ export class UrlSource {
   private async loop(): Promise<void> {
     await this.check();
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.loop(), this.opts.checkPeriodMs);
+    this.timer = this.clock.setTimeout(() => void this.loop(), this.opts.checkPeriodMs);
   }
 
   private async poll(): Promise<void> {
@@ -73,7 +82,7 @@ export class UrlSource {
       this.lastReported = undefined;
     } catch (e) {
       if (this.stopped) return;
-      const err = e instanceof ManifestError ? e : new ManifestError(HTTPSource, this.opts.url, (e as Error).message ?? String(e), { cause: e });
+      const err = e instanceof ManifestError ? e : new ManifestError(HTTPSource, this.opts.url, errorMessage(e), { cause: e });
       this.failures++;
       // report a failure once until it changes or the URL recovers, as upstream quiets repeats
       if (err.message !== this.lastReported) {
@@ -91,7 +100,8 @@ export class UrlSource {
     }
     const ctl = new AbortController();
     this.abort = ctl;
-    const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${this.opts.timeoutMs ?? 10_000} ms`)), this.opts.timeoutMs ?? 10_000);
+    const timeoutMs = this.opts.timeoutMs ?? 10_000;
+    const timer = this.clock.setTimeout(() => ctl.abort(new ManifestError(HTTPSource, url, `GET timed out after ${timeoutMs} ms`)), timeoutMs);
     let status: number;
     let statusText: string;
     let data: Buffer;
@@ -101,14 +111,15 @@ export class UrlSource {
         res = await fetch(url, { headers, signal: ctl.signal, redirect: 'follow' });
       } catch (e) {
         const cause = (e as { cause?: unknown }).cause;
-        const why = ctl.signal.aborted && ctl.signal.reason instanceof Error ? ctl.signal.reason.message : cause instanceof Error ? cause.message : (e as Error).message;
+        if (ctl.signal.aborted && ctl.signal.reason instanceof ManifestError) throw ctl.signal.reason;
+        const why = cause instanceof Error ? cause.message : errorMessage(e);
         throw new ManifestError(HTTPSource, url, `GET failed: ${why}`, { cause: e });
       }
       status = res.status;
       statusText = res.statusText;
-      data = await readAtMost(res, MaxManifestBytes, url);
+      data = await readAtMost(res, this.maxBytes, url, ctl.signal);
     } finally {
-      clearTimeout(timer);
+      timer.cancel();
       this.abort = undefined;
     }
     if (status !== 200) throw new ManifestError(HTTPSource, url, `${status} ${statusText}`.trim());
@@ -130,20 +141,34 @@ export class UrlSource {
   }
 }
 
-async function readAtMost(res: Response, limit: number, url: string): Promise<Buffer> {
+/** The body, refused as soon as it is known to exceed `limit` bytes (header or bytes read). */
+async function readAtMost(res: Response, limit: number, url: string, signal: AbortSignal): Promise<Buffer> {
+  const tooLarge = (size: string): ManifestError =>
+    new ManifestError(HTTPSource, url, `response is ${size} bytes, more than the limit of ${limit} bytes`);
+  const declared = Number(res.headers.get('content-length') ?? '');
+  if (Number.isFinite(declared) && declared > limit) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge(String(declared));
+  }
   if (!res.body) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let total = 0;
   const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel();
-      throw new ManifestError(HTTPSource, url, `response is more than the limit of ${limit} bytes`);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > limit) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLarge(`more than ${limit}`);
+      }
+      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
     }
-    chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+  } catch (e) {
+    // a timeout aborts the body read: say so rather than "aborted"
+    if (signal.aborted && signal.reason instanceof ManifestError) throw signal.reason;
+    throw e instanceof ManifestError ? e : new ManifestError(HTTPSource, url, `reading the response failed: ${errorMessage(e)}`, { cause: e });
   }
   return Buffer.concat(chunks, total);
 }

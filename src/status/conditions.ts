@@ -14,7 +14,7 @@ import {
   PodReadyToStartContainers,
   ReadinessGatesNotReady,
   UnknownContainerStatuses,
-} from './reasons.js';
+} from '../api/reasons.js';
 
 function findStatus(statuses: readonly ContainerStatus[], name: string): ContainerStatus | undefined {
   return statuses.find((s) => s.name === name);

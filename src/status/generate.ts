@@ -38,7 +38,7 @@ import {
   PodReadyToStartContainers,
   PodScheduled,
   podConditionByKubelet,
-} from './reasons.js';
+} from '../api/reasons.js';
 
 export interface StatusInputs {
   pod: Pod;

@@ -18,7 +18,8 @@ export function assertPathComponent(root: string, c: string): void {
   if (c === '.' || c === '..') throw new PathEscapeError(root, c, 'is a relative reference');
   if (c.includes('/')) throw new PathEscapeError(root, c, 'contains "/"');
   if (c.includes('\0')) throw new PathEscapeError(root, c, 'contains NUL');
-  if (c.length > 255) throw new PathEscapeError(root, c, 'longer than 255 bytes');
+  // NAME_MAX counts bytes: a 100-character name in a 3-byte script is 300 bytes
+  if (Buffer.byteLength(c) > 255) throw new PathEscapeError(root, c, 'longer than 255 bytes');
 }
 
 /**

@@ -119,11 +119,26 @@ describe('Quantity arithmetic and printing', () => {
     assert.equal(Quantity.fromMilli(250).toString(), '250m');
     assert.equal(Quantity.fromMilli(250).value(), 1);
     assert.equal(Quantity.fromValue(3n).milliValue(), 3000);
-    assert.throws(() => Quantity.fromValue(1.5), RangeError);
+    assert.throws(() => Quantity.fromValue(1.5), (e: unknown) => e instanceof QuantityError && e.input === '1.5');
   });
 
   it('approximates as a float', () => {
     assert.equal(parseQuantity('1.25').asApproximateFloat64(), 1.25);
     assert.equal(parseQuantity('2Ki').asApproximateFloat64(), 2048);
+  });
+});
+
+describe('QuantityError', () => {
+  it('is a KubeletError with its stable code and the input', async () => {
+    const { KubeletError } = await import('../../src/util/errors.js');
+    try {
+      parseQuantity('12Zi');
+      assert.fail('expected a QuantityError');
+    } catch (e) {
+      assert.ok(e instanceof QuantityError && e instanceof KubeletError);
+      assert.equal(e.code, 'InvalidQuantity');
+      assert.equal(e.name, 'QuantityError');
+      assert.equal(e.input, '12Zi');
+    }
   });
 });

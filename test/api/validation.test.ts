@@ -197,6 +197,6 @@ describe('validatePod', () => {
 
   it('reports malformed shapes instead of throwing', () => {
     const junk = { metadata: { name: 'x', namespace: 'default' }, spec: { containers: 'nope', restartPolicy: 'Always' } } as unknown as Pod;
-    assert.match(errorOn(validatePod(junk), 'spec.containers').message, /must be a list/);
+    assert.match(errorOn(validatePod(junk), 'spec.containers').message, /expected list, got string "nope"/);
   });
 });

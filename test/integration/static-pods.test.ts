@@ -2,8 +2,8 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
 import { allHierarchies, cgroupDir, discoverCgroupMounts, memoryHierarchy } from '../../src/cgroups/index.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
@@ -174,6 +174,41 @@ describe('static pods on containerd', () => {
     assert.equal((await podNamed('good'))?.status?.phase, 'Running');
     await rm(join(kubelet.manifestDir, 'broken.yaml'));
     await rm(join(kubelet.manifestDir, 'good.json'));
+  });
+
+  it('refuses a manifest whose uid climbs out of the root dir, naming file and field; nothing outside the root is touched; the good pod runs', async () => {
+    const tag = `kts-victim-${process.pid}-${Date.now()}`;
+    // where <rootDir>/pods/<uid> and <podLogsDir>/<ns>_<name>_<uid> would land for uid ../../<tag>
+    const victim = join(dirname(kubelet.rootDir), tag);
+    const logVictim = join('/var/log/pods', tag);
+    await mkdir(victim);
+    await writeFile(join(victim, 'canary'), 'not kubelet-ts\'s to remove');
+    const evil = JSON.parse(manifest('evil', rt.images.busybox, { hostNetwork: true })) as Pod;
+    evil.metadata.uid = `../../${tag}`;
+    try {
+      await writeFile(join(kubelet.manifestDir, 'guarded.json'), manifest('guarded', rt.images.busybox, { hostNetwork: true }));
+      await writeFile(join(kubelet.manifestDir, 'evil.json'), JSON.stringify(evil));
+      const good = await waitFor(async () => {
+        const p = await podNamed('guarded');
+        return p?.status?.phase === 'Running' ? p : undefined;
+      }, WAIT, 'guarded to run');
+      assert.match(good.metadata.uid!, /^[0-9a-f]{32}$/);
+      await waitFor(async () => /evil\.json[^\n]*metadata\.uid/.test(kubelet.logs()), WAIT, 'the log to name evil.json and metadata.uid');
+      // the logger escapes the quotes of the value inside its err="..." field
+    assert.match(kubelet.logs(), /evil\.json: invalid pod: metadata\.uid: Invalid value: \\?"\.\.\/\.\.\/kts-victim-/);
+      assert.equal(await podNamed('evil'), undefined);
+      assert.deepEqual(await readdir(victim), ['canary'], 'nothing created beside the root dir');
+      assert.equal(await exists(logVictim), false, 'nothing created beside the pod log dirs');
+      // The manifest goes away: nothing outside the root is removed either.
+      await rm(join(kubelet.manifestDir, 'evil.json'));
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.deepEqual(await readdir(victim), ['canary']);
+      assert.equal((await podNamed('guarded'))?.status?.phase, 'Running');
+    } finally {
+      await rm(join(kubelet.manifestDir, 'evil.json'), { force: true });
+      await rm(join(kubelet.manifestDir, 'guarded.json'), { force: true });
+      await rm(victim, { recursive: true, force: true });
+    }
   });
 
   it('reports syncloop, PLEG and runtime health on /healthz', async () => {

@@ -19,7 +19,7 @@ function container(n: number, state: string, extra: Record<string, string> = {})
     created_at: '1700000000123456789',
     labels: {
       'io.kubernetes.pod.name': `pod-${n}`,
-      'io.kubernetes.pod.namespace': 'ns-ü',
+      'io.kubernetes.pod.namespace': 'ns-1',
       'io.kubernetes.pod.uid': `uid-${n}`,
       'io.kubernetes.container.name': `name-${n}`,
       ...extra,
@@ -49,7 +49,7 @@ test('decodeContainerList: creates records with the pod labels, then only marks 
   const r1 = store.get(id(1))!;
   assert.equal(r1.podUid, 'uid-1');
   assert.equal(r1.podName, 'pod-1');
-  assert.equal(r1.podNamespace, 'ns-ü');
+  assert.equal(r1.podNamespace, 'ns-1');
   assert.equal(r1.name, 'name-1');
   assert.equal(r1.attempt, 1);
   assert.equal(r1.createdAt, 1700000000123);
@@ -76,6 +76,37 @@ test('decodeContainerList: a container without the pod uid label is foreign and 
   decodeContainerList(await encodeContainers([c]), store, 1, stats);
   assert.equal(stats.foreign, 1);
   assert.equal(store.size, 0);
+});
+
+test('decodeContainerList/decodeSandboxList: an invalid pod identity in the labels is not ours, and says why', async () => {
+  const store = new RecordStore();
+  const bad = [
+    container(10, 'CONTAINER_RUNNING', { 'io.kubernetes.pod.uid': '../../victim' }),
+    container(11, 'CONTAINER_RUNNING', { 'io.kubernetes.pod.namespace': '..' }),
+    container(12, 'CONTAINER_RUNNING', { 'io.kubernetes.pod.name': 'a/b' }),
+    container(13, 'CONTAINER_RUNNING', { 'io.kubernetes.container.name': '../x' }),
+  ];
+  const stats = emptyListStats();
+  decodeContainerList(await encodeContainers([...bad, container(14, 'CONTAINER_RUNNING')]), store, 1, stats);
+  assert.equal(stats.foreign, 4);
+  assert.equal(stats.created, 1);
+  assert.equal(store.size, 1);
+  assert.equal(stats.invalid.length, 4);
+  assert.match(stats.invalid[0]!, /io\.kubernetes\.pod\.uid.*\.\.\/\.\.\/victim/);
+  assert.match(stats.invalid[3]!, /io\.kubernetes\.container\.name/);
+  const sb = {
+    id: id(2000),
+    metadata: { name: 'p', uid: '../../../..', namespace: 'default', attempt: 0 },
+    state: 'SANDBOX_READY',
+    created_at: '1700000000123456789',
+    labels: {},
+    annotations: {},
+  };
+  const s2 = emptyListStats();
+  decodeSandboxList(await encodeSandboxes([sb]), store, 1, s2);
+  assert.equal(s2.foreign, 1);
+  assert.equal(store.get(id(2000)), undefined);
+  assert.match(s2.invalid[0]!, /^sandbox .*io\.kubernetes\.pod\.uid/);
 });
 
 test('decodeSandboxList: the pod comes from the sandbox metadata; states decode', async () => {

@@ -11,6 +11,7 @@ import {
   getContainerInfoFromLabels,
   getPodSandboxInfoFromAnnotations,
   getPodSandboxInfoFromLabels,
+  labeledPodIdentityError,
   newContainerAnnotations,
   newContainerLabels,
   newPodAnnotations,
@@ -194,5 +195,25 @@ describe('container annotations', () => {
     assert.equal(empty.hash, '');
     assert.equal(empty.restartCount, undefined);
     assert.equal(empty.podDeletionGracePeriod, undefined);
+  });
+});
+
+describe('pod identity read back from labels', () => {
+  it('accepts what newContainerLabels writes for a valid pod', () => {
+    const info = getContainerInfoFromLabels(newContainerLabels(webContainer(), webPod()));
+    assert.equal(labeledPodIdentityError(info.podUID, info.podName, info.podNamespace, info.containerName), undefined);
+    const sb = getPodSandboxInfoFromLabels(newPodLabels(webPod()));
+    assert.equal(labeledPodIdentityError(sb.podUID, sb.podName, sb.podNamespace), undefined);
+  });
+
+  it('names the label of every identity a kubelet could not have written', () => {
+    const uid = '6a1f3c52-1c0e-4a8a-9f0e-0d8e7c1b2a30';
+    assert.match(labeledPodIdentityError('../../victim', 'web-0', 'prod')!, /^label io\.kubernetes\.pod\.uid: Invalid value: "\.\.\/\.\.\/victim"/);
+    assert.match(labeledPodIdentityError(uid, 'web-0', '..')!, /^label io\.kubernetes\.pod\.namespace: /);
+    assert.match(labeledPodIdentityError(uid, '../etc', 'prod')!, /^label io\.kubernetes\.pod\.name: /);
+    assert.match(labeledPodIdentityError(uid, 'web-0', 'prod', 'a/b')!, /^label io\.kubernetes\.container\.name: /);
+    assert.match(labeledPodIdentityError('', 'web-0', 'prod')!, /io\.kubernetes\.pod\.uid: Required value/);
+    const all = labeledPodIdentityError('a_b', 'A', '', '..')!;
+    assert.equal(all.split('; ').length, 4, all);
   });
 });

@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import type { ManifestError } from '../../src/sources/errors.js';
 import { FileSource, type SourceEntry } from '../../src/sources/file-source.js';
 import { PodConfig, type PodUpdate } from '../../src/sources/pod-config.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 const roots: string[] = [];
 after(() => {
@@ -124,20 +125,31 @@ describe('FileSource', () => {
   it('the periodic check alone picks up changes (no fs events)', async () => {
     const dir = tempDir();
     const sets: SourceEntry[][] = [];
-    const src = new FileSource({ path: dir, nodeName: 'n1', checkPeriodMs: 20, watch: false, onSet: (e) => sets.push(e), onError: () => {} });
+    const clock = new FakeClock();
+    const src = new FileSource({ path: dir, nodeName: 'n1', checkPeriodMs: 20_000, watch: false, clock, onSet: (e) => sets.push(e), onError: () => {} });
+    // one period on the clock, then wait for the check it started to be scheduled again
+    const period = async (): Promise<void> => {
+      clock.step(20_000);
+      await waitFor('the next check to be scheduled', () => clock.pendingTimers() === 1);
+    };
     src.start();
     try {
-      await waitFor('the first (empty) set', () => sets.length > 0);
+      await waitFor('the first (empty) set', () => sets.length > 0 && clock.pendingTimers() === 1);
       assert.deepEqual(names(sets[0]), []);
       writeFileSync(join(dir, 'a.yaml'), manifest('alpha'));
+      await period();
       await waitFor('alpha', () => names(sets.at(-1)).includes('alpha-n1'));
       const uid = sets.at(-1)![0]!.pod.metadata.uid;
       const count = sets.length;
+      await period();
+      assert.equal(sets.length, count, 'no set for an unchanged check');
       writeFileSync(join(dir, 'a.yaml'), manifest('alpha', 'busybox:2'));
+      await period();
       await waitFor('the edit', () => sets.at(-1)![0]?.pod.metadata.uid !== uid);
       assert.equal(sets.length, count + 1, 'one set per change, none for unchanged checks');
       assert.equal(sets.at(-1)![0]!.pod.spec.containers[0]!.image, 'busybox:2');
       unlinkSync(join(dir, 'a.yaml'));
+      await period();
       await waitFor('the removal', () => sets.at(-1)!.length === 0);
     } finally {
       await src.stop();
@@ -172,10 +184,12 @@ describe('FileSource', () => {
     const dir = join(parent, 'manifests');
     const sets: SourceEntry[][] = [];
     const logs: string[] = [];
+    const clock = new FakeClock();
     const src = new FileSource({
       path: dir,
       nodeName: 'n1',
-      checkPeriodMs: 20,
+      checkPeriodMs: 20_000,
+      clock,
       onSet: (e) => sets.push(e),
       onError: () => {},
       log: (m) => logs.push(m),
@@ -189,6 +203,9 @@ describe('FileSource', () => {
       assert.equal(logs.filter((l) => l.includes('does not exist')).length, 1);
       mkdirSync(dir);
       writeFileSync(join(dir, 'a.yaml'), manifest('alpha'));
+      // the next periodic check finds the directory (there is no watch on a missing path)
+      await waitFor('the next check to be scheduled', () => clock.pendingTimers() === 1);
+      clock.step(20_000);
       await waitFor('alpha', () => names(sets.at(-1)).includes('alpha-n1'));
     } finally {
       await src.stop();

@@ -171,3 +171,17 @@ describe('PodConfig merge', () => {
     assert.deepEqual(h.ops(), []);
   });
 });
+
+describe('PodConfig sources', () => {
+  it('starting a source twice is a KubeletError naming the source', async () => {
+    const { isKubeletError } = await import('../../src/util/errors.js');
+    const { FakeClock } = await import('../../src/util/clock.js');
+    const config = new PodConfig({ nodeName: 'n1', onUpdate: () => {}, onError: () => {}, log: () => {}, clock: new FakeClock() });
+    config.startUrlSource('http://127.0.0.1:1/pods', 20_000);
+    try {
+      assert.throws(() => config.startUrlSource('http://127.0.0.1:1/pods', 20_000), (e: unknown) => isKubeletError(e, 'PodSourceAlreadyStarted') && /"http"/.test(e.message));
+    } finally {
+      await config.stop();
+    }
+  });
+});

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { generateAPIPodStatus, podStatusEqual, toRFC3339 } from '../../src/status/generate.js';
 import { shouldContainerBeRestarted } from '../../src/runtime/restart-policy.js';
 import type { StatusInputs } from '../../src/status/generate.js';
-import { crashLoopBackOffMessage } from '../../src/status/reasons.js';
+import { crashLoopBackOffMessage } from '../../src/api/reasons.js';
 import type { Container, Pod, PodCondition, PodStatus, RestartPolicy } from '../../src/api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
 

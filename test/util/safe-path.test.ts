@@ -14,3 +14,9 @@ test('confinedJoin refuses components that leave the root', () => {
   }
   assert.throws(() => confinedJoin('relative/root', 'x'), PathEscapeError);
 });
+
+test('confinedJoin counts a component in bytes, as NAME_MAX does', () => {
+  // 100 characters of a 3-byte script: 300 bytes, too long for one file name
+  assert.throws(() => podDir('/var/lib/kubelet', 'ü'.repeat(100) + '€'.repeat(100)), PathEscapeError);
+  assert.equal(podDir('/var/lib/kubelet', '€'.repeat(85)), `/var/lib/kubelet/pods/${'€'.repeat(85)}`);
+});

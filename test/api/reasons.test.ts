@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as R from '../../src/status/reasons.js';
+import * as R from '../../src/api/reasons.js';
 import type { Pod } from '../../src/api/types.js';
 
 test('reason strings are upstream\'s exact strings', () => {

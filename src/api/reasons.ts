@@ -1,6 +1,6 @@
 // The reason strings and condition types the upstream kubelet writes into pod status.
 // Clients (kubectl, controllers, alerting) match on these exact strings.
-import type { Pod } from '../api/types.js';
+import type { Pod } from './types.js';
 
 // Container waiting reasons before the first attempt (kubelet_pods.go).
 export const ContainerCreating = 'ContainerCreating';
