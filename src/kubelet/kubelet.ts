@@ -14,7 +14,7 @@ import type { RuntimePodStatus, ContainerStartFailure } from '../runtime/types.j
 import { ImageManager } from '../images/image-manager.js';
 import { PodCache } from '../pleg/cache.js';
 import { createPLEG, isSyncPodWorthy, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
-import { createPlegMetrics } from '../metrics/kubelet-metrics.js';
+import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
 import { generateAPIPodStatus } from '../status/generate.js';
