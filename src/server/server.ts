@@ -215,6 +215,10 @@ export class KubeletServer {
         res.setHeader('Connection', 'close');
         req.resume();
       }
+      if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+        res.setHeader('Connection', 'close');
+        return sendText(res, 400, '400 Bad Request: missing required Host header\n');
+      }
       const target = parseRequestTarget(method, req.url ?? '');
       switch (target.kind) {
         case 'bad':
@@ -259,6 +263,8 @@ export class KubeletServer {
         requestTimeout: limits.requestTimeoutMs,
         keepAliveTimeout: limits.keepAliveTimeoutMs,
         connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+        // Checked in dispatch instead, to answer with the reason (node's own 400 has no body).
+        requireHostHeader: false,
       },
       (req, res) => this.dispatch(name, routes, req, res),
     );
@@ -266,14 +272,23 @@ export class KubeletServer {
     server.maxConnections = limits.maxConnections;
 
     // Responses open per socket: a raw rejection must not be written into the middle of one.
-    const open = new WeakMap<Duplex, number>();
+    // (The parser can fail after it handed a request over, e.g. on an invalid Transfer-Encoding.)
+    const open = new WeakMap<Duplex, Set<ServerResponse>>();
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      open.set(req.socket, (open.get(req.socket) ?? 0) + 1);
-      res.once('close', () => open.set(req.socket, (open.get(req.socket) ?? 1) - 1));
+      let set = open.get(req.socket);
+      if (!set) open.set(req.socket, (set = new Set()));
+      set.add(res);
+      res.once('close', () => set.delete(res));
     });
     // Expect: 100-continue asks to send a body no route reads: answer without inviting it.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
       server.emit('request', req, res);
+    });
+
+    // Any other Expect is a 417, with the reason (node's own has no body).
+    server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+      res.setHeader('Connection', 'close');
+      sendText(res, 417, `417 Expectation Failed: unsupported expectation ${JSON.stringify(String(req.headers.expect))}\n`);
     });
 
     const rejected = new WeakSet<Duplex>();
@@ -290,7 +305,8 @@ export class KubeletServer {
       // The parser reports every later chunk again; the first answer stands.
       if (rejected.has(socket)) return;
       rejected.add(socket);
-      if (err.code === 'ECONNRESET' || !socket.writable || (open.get(socket) ?? 0) > 0) {
+      const started = [...(open.get(socket) ?? [])].some((res) => res.headersSent);
+      if (err.code === 'ECONNRESET' || !socket.writable || started) {
         socket.destroy();
         return;
       }
