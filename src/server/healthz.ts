@@ -71,7 +71,8 @@ export function serveHealthzRoot(
     lines.push(`warn: some health checks cannot be excluded: no matches for ${names}`);
   }
   for (const n of notes) {
-    if (!n.ok) lines.push(`warn: ${n.name} is not healthy (a node Ready condition, not a healthz check): ${n.message}`);
+    // One line each, whatever the message holds (a newline could forge a check line).
+    if (!n.ok) lines.push(`warn: ${n.name} is not healthy (a node Ready condition, not a healthz check): ${n.message.replace(/\s+/g, ' ').trim()}`);
   }
   if (failed.length) {
     log.v(2).info('healthz check failed', { checks: failed.join(','), reasons: reasons.join('; ') });

@@ -90,7 +90,7 @@ describe('restarts of kubelet-ts and of the runtime', () => {
     // As upstream, a runtime that is down does not fail /healthz; ?verbose reports it as a warn line.
     const down = await waitFor(async () => { const h = await kubelet.healthz(true); return /^warn: runtime is not healthy/m.test(h.body) ? h : undefined; }, WAIT, '/healthz to report the runtime down');
     assert.equal(down.code, 200);
-    assert.match(down.body, /^warn: runtime is not healthy \(a node Ready condition, not a healthz check\): container runtime is down$/m);
+    assert.match(down.body, /^warn: runtime is not healthy \(a node Ready condition, not a healthz check\): container runtime is down\b/m);
     // The pod is still served, still running as far as kubelet-ts knows.
     assert.equal(main(await get('steady'))?.containerID, steadyID);
 

@@ -161,6 +161,7 @@ describe('read-only port (10255)', { timeout: 30_000 }, () => {
       { name: 'syncloop', ok: true, message: 'ok' },
       { name: 'pleg', ok: false, message: 'pleg has not started' },
       { name: 'runtime', ok: true, message: 'ok' },
+      { name: 'cri', ok: false, message: 'status failed:\n[+]syncloop ok\r\n' },
     ];
     try {
       assert.equal((await get(s.readOnlyPort, '/healthz')).response?.status, 200);
@@ -168,6 +169,9 @@ describe('read-only port (10255)', { timeout: 30_000 }, () => {
       assert.equal(response?.status, 200);
       assert.match(response!.body, /^warn: pleg is not healthy \(a node Ready condition, not a healthz check\): pleg has not started$/m);
       assert.doesNotMatch(response!.body, /runtime/);
+      // A message cannot forge a check line.
+      assert.match(response!.body, /^warn: cri is not healthy \(a node Ready condition, not a healthz check\): status failed: \[\+\]syncloop ok$/m);
+      assert.equal(response!.body.match(/^\[\+\]syncloop ok$/gm)?.length, 1);
     } finally {
       s.host.checks = hostDouble().checks;
     }
