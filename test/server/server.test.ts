@@ -332,6 +332,7 @@ describe('handler failures are logged 500s naming the path, and the server keeps
       ['/silent', withMethods('any', () => undefined)],
       ['/half', withMethods('any', (_req, res) => { res.writeHead(200, { 'Content-Length': 10 }); res.write('12345'); throw new Error('failed mid-answer'); })],
       ['/metrics', metricsHandler({ metricsText: () => { throw new Error('collector failed'); } })],
+      ['/plain', (_req, res) => { res.end('plain'); }],
     ]);
     s = await startServers({ routes });
   });
@@ -349,6 +350,13 @@ describe('handler failures are logged 500s naming the path, and the server keeps
       assert.equal((await get(s.readOnlyPort, '/healthz')).response?.body, 'ok');
     });
   }
+
+  it('a route registered without methods answers GET only', async () => {
+    assert.equal((await get(s.readOnlyPort, '/plain')).response?.body, 'plain');
+    const post = await exchange(s.readOnlyPort, [req('POST', '/plain')]);
+    assert.equal(post.response?.status, 405);
+    assert.equal(post.response?.headers.allow, 'GET');
+  });
 
   it('a handler that fails after its headers went out has its connection cut (a truncated answer, not a hang)', async () => {
     const r = await get(s.readOnlyPort, '/half');
