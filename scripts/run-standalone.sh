@@ -13,7 +13,7 @@ eval "$(bash scripts/containerd.sh env)"
 cat <<MSG
 kubelet-ts is starting. In another shell:
   curl -s http://127.0.0.1:10255/pods | head -c 2000     # the static pods and their status
-  curl -s http://127.0.0.1:10248/healthz?verbose          # syncloop, PLEG and runtime health
+  curl -s http://127.0.0.1:10248/healthz?verbose          # ping; runtime, PLEG and sync loop trouble as warn: lines
 MSG
 exec node bin/kubelet-ts.mjs \
   --config examples/kubelet-config.yaml \

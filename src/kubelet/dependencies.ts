@@ -13,7 +13,7 @@ import type { KubeletRuntime } from '../runtime/types.js';
 import { ImageManager } from '../images/image-manager.js';
 import type { PodCache } from '../pleg/cache.js';
 import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
-import { createPlegMetrics } from '../metrics/kubelet-metrics.js';
+import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
 import { discoverCgroupMounts, cgroupRefFor } from '../cgroups/index.js';

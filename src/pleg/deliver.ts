@@ -6,7 +6,7 @@
 // relist and by an event is delivered once.
 
 import type { RuntimePodStatus } from '../runtime/types.js';
-import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
+import type { PlegMetrics } from './metrics.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { CacheEntry, PodCache } from './cache.js';

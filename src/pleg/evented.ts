@@ -16,7 +16,7 @@ import { CriError } from '../runtime/cri-errors.js';
 import { labeledPodIdentityError } from '../runtime/labels.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
+import type { PlegMetrics } from './metrics.js';
 import type { CacheEntry } from './cache.js';
 import type { FetchResult, PodStatusFetcher } from './deliver.js';
 import type { GenericPLEG } from './generic.js';

@@ -6,7 +6,7 @@
 
 import type { RuntimePod } from '../runtime/runtime-manager.js';
 import type { RuntimePodStatus } from '../runtime/types.js';
-import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
+import type { PlegMetrics } from './metrics.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { PodCache } from './cache.js';

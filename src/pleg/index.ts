@@ -2,7 +2,7 @@
 // stream), the generic PLEG at upstream's 1s / 3min, and the evented PLEG on top of it when the
 // EventedPLEG feature gate is on.
 
-import type { PlegMetrics } from '../metrics/kubelet-metrics.js';
+import type { PlegMetrics } from './metrics.js';
 import type { RuntimePodStatus } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';

@@ -8,7 +8,7 @@ import {
   formatFloat,
   linearBuckets,
 } from '../../src/metrics/registry.js';
-import { createPlegMetrics, PLEG_DISCARD_EVENTS, PLEG_RELIST_DURATION } from '../../src/metrics/kubelet-metrics.js';
+import { createPlegMetrics, PLEG_DISCARD_EVENTS, PLEG_RELIST_DURATION } from '../../src/pleg/metrics.js';
 
 test('formatFloat matches Go strconv.FormatFloat(v, g, -1, 64)', () => {
   const cases: Array<[number, string]> = [

@@ -5,7 +5,7 @@ import { EventedPLEG, eventedPlegEnabled } from '../../src/pleg/evented.js';
 import { GenericPLEG } from '../../src/pleg/generic.js';
 import type { PodLifecycleEvent } from '../../src/pleg/types.js';
 import { carriedSandboxStatus, carriedStatus, type ContainerEvent, type ContainerEventTypeName } from '../../src/pleg/wire-event.js';
-import { createPlegMetrics } from '../../src/metrics/kubelet-metrics.js';
+import { createPlegMetrics } from '../../src/pleg/metrics.js';
 import { Registry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { ChannelDouble, EventSourceDouble, RuntimeDouble, loggerDouble, settle } from './doubles.js';

@@ -4,7 +4,7 @@ import { PodCache } from '../../src/pleg/cache.js';
 import { GenericPLEG, formatGoDuration } from '../../src/pleg/generic.js';
 import { generateEvents } from '../../src/pleg/records.js';
 import { isSyncPodWorthy, type PodLifecycleEvent } from '../../src/pleg/types.js';
-import { createPlegMetrics } from '../../src/metrics/kubelet-metrics.js';
+import { createPlegMetrics } from '../../src/pleg/metrics.js';
 import { Registry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { ChannelDouble, RuntimeDouble, loggerDouble, settle } from './doubles.js';

@@ -1,0 +1,16 @@
+// The HTTP servers' errors.
+import { KubeletError } from '../util/errors.js';
+
+/** A server could not bind its address (in use, not local, no permission). */
+export class ServerListenError extends KubeletError {
+  constructor(readonly server: string, readonly address: string, readonly port: number, cause: Error) {
+    super('ERR_SERVER_LISTEN', `cannot serve ${server} on ${address}:${port}: ${cause.message}`, { cause });
+  }
+}
+
+/** Server limits that contradict each other. */
+export class ServerLimitsError extends KubeletError {
+  constructor(readonly field: string, message: string) {
+    super('ERR_SERVER_LIMITS', `server limits: ${field}: ${message}`);
+  }
+}
