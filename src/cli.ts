@@ -9,6 +9,8 @@ import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
+import { realClockPendingTimers } from './util/clock.js';
+import { registerProcessMetrics } from './metrics/process-metrics.js';
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
@@ -43,6 +45,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const kubelet = new Kubelet({ config, flags, log });
+  registerProcessMetrics(kubelet.metrics, { pendingTimers: realClockPendingTimers });
   const stats = new StatsProvider({ host: kubelet, log });
   const server = new KubeletServer({
     routes: new Map([...statsRoutes(stats), ['/metrics', metricsHandler(kubelet.metrics)]]),
