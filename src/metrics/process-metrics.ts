@@ -3,6 +3,7 @@
 // and requests, and the timers armed through the kubelet's clock (unref'd, so Node's own
 // active-resource counts never show them).
 
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import type { Registry } from './registry.js';
 
@@ -10,6 +11,7 @@ export const PROCESS_RESIDENT_MEMORY_BYTES = 'process_resident_memory_bytes';
 export const PROCESS_START_TIME_SECONDS = 'process_start_time_seconds';
 export const NODEJS_HEAP_SIZE_USED_BYTES = 'nodejs_heap_size_used_bytes';
 export const NODEJS_HEAP_SIZE_TOTAL_BYTES = 'nodejs_heap_size_total_bytes';
+export const NODEJS_HEAP_USED_AFTER_MAJOR_GC_BYTES = 'nodejs_heap_used_after_major_gc_bytes';
 export const NODEJS_EXTERNAL_MEMORY_BYTES = 'nodejs_external_memory_bytes';
 export const NODEJS_ACTIVE_HANDLES_TOTAL = 'nodejs_active_handles_total';
 export const NODEJS_ACTIVE_REQUESTS_TOTAL = 'nodejs_active_requests_total';
@@ -49,10 +51,17 @@ export interface ProcessMetricsOptions {
   probe?: ProcessProbe;
   /** Timers pending on the kubelet's clock (realClockPendingTimers); the family is left out without it. */
   pendingTimers?: () => number;
+  /** Watch major GCs to report the heap left after them (the live set; default true). */
+  observeGC?: boolean;
+}
+
+export interface ProcessMetrics {
+  /** Stops watching GCs. */
+  close(): void;
 }
 
 /** Registers the process families on `registry`; each is read on scrape. */
-export function registerProcessMetrics(registry: Registry, opts: ProcessMetricsOptions = {}): void {
+export function registerProcessMetrics(registry: Registry, opts: ProcessMetricsOptions = {}): ProcessMetrics {
   const p = opts.probe ?? nodeProcessProbe;
   const internal = { stabilityLevel: 'INTERNAL' as const };
   registry.gaugeFunc({ name: PROCESS_RESIDENT_MEMORY_BYTES, help: 'Resident memory size in bytes.', ...internal }, () => p.rssBytes());
@@ -74,6 +83,23 @@ export function registerProcessMetrics(registry: Registry, opts: ProcessMetricsO
       () => pending(),
     );
   }
+  let observer: PerformanceObserver | undefined;
+  if (opts.observeGC ?? true) {
+    // Heap used sampled at random times is mostly garbage awaiting collection; right after a
+    // mark-compact it is the live set, which is what grows when something leaks.
+    let afterMajor = NaN;
+    observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) afterMajor = p.heapUsedBytes();
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    registry.gaugeFunc(
+      { name: NODEJS_HEAP_USED_AFTER_MAJOR_GC_BYTES, help: 'Heap used read right after the last mark-compact GC (NaN before the first).', ...internal },
+      () => afterMajor,
+    );
+  }
+  return { close: () => observer?.disconnect() };
 }
 
 /** Reads the value of an unlabelled sample from Prometheus text (what a scraper sees). */
