@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
-//   node scripts/run-bench.mjs [name...]     names: stats pleg oom
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak
+// With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -11,8 +12,9 @@ const benches = {
   stats: ['bench/stats.js', 'bench/stats-real.js'],
   pleg: ['bench/pleg.js'],
   oom: ['bench/oom.js'],
+  soak: ['bench/soak.js'],
 };
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches).filter((n) => n !== 'soak');
 let failed = false;
 for (const name of wanted) {
   for (const file of benches[name] ?? []) {

@@ -11,7 +11,8 @@ import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
-import { realClock, type Clock } from './util/clock.js';
+import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
+import { registerProcessMetrics } from './metrics/process-metrics.js';
 
 /** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
@@ -56,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   const kubelet = new Kubelet({ config, flags, deps });
+  registerProcessMetrics(kubelet.metrics, { pendingTimers: realClockPendingTimers });
   const stats = new StatsProvider({
     host: {
       nodeName: kubelet.nodeName,

@@ -12,12 +12,25 @@ export interface Clock {
   sleep(ms: number): Promise<void>;
 }
 
+let realPending = 0;
+
+/** Timers of realClock that have neither fired nor been cancelled (unref'd, so Node's counts miss them). */
+export function realClockPendingTimers(): number {
+  return realPending;
+}
+
 export const realClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
+    let pending = true;
+    const settle = (): void => {
+      if (pending) realPending--;
+      pending = false;
+    };
+    realPending++;
+    const t = setTimeout(() => { settle(); fn(); }, ms);
     t.unref?.();
-    return { cancel: () => clearTimeout(t), ref: () => void t.ref?.() };
+    return { cancel: () => { settle(); clearTimeout(t); }, ref: () => void t.ref?.() };
   },
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
