@@ -4,10 +4,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { loadNative } from '../../src/native.js';
 import type { NativeOomExports } from '../../src/oom/native-types.js';
@@ -32,8 +33,11 @@ describe('addon build with a failing BPF compile', () => {
     await cp(join(root, 'package.json'), join(dir, 'package.json'));
     await symlink(join(root, 'node_modules'), join(dir, 'node_modules'));
     const nodeGyp = createRequire(join(root, 'package.json')).resolve('node-gyp/bin/node-gyp.js');
+    // This node's own headers (offline), as npm's nodedir setting gives them when set.
+    const prefix = dirname(dirname(process.execPath));
+    const nodedir = process.env.npm_config_nodedir || (existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? prefix : undefined);
     const log = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, [nodeGyp, 'rebuild'], { cwd: dir, env: { ...process.env, CLANG: '/bin/false', KTS_DISABLE_EBPF: '' }, maxBuffer: 64 << 20, timeout: 600_000 },
+      execFile(process.execPath, [nodeGyp, 'rebuild', ...(nodedir ? [`--nodedir=${nodedir}`] : [])], { cwd: dir, env: { ...process.env, CLANG: '/bin/false', KTS_DISABLE_EBPF: '' }, maxBuffer: 64 << 20, timeout: 600_000 },
         (err, stdout, stderr) => (err ? reject(new Error(`node-gyp rebuild failed: ${err.message}\n${stderr.slice(-4000)}`)) : resolve(stdout + stderr)));
     });
     t.diagnostic(log.split('\n').filter((l) => /build-bpf/.test(l)).join(' | '));
