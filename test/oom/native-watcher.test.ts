@@ -63,6 +63,32 @@ describe('native OOM watcher thread', () => {
     }
   });
 
+  it('a handler that throws does not crash the process even where node treats addon callback exceptions as uncaught', async () => {
+    const addon = process.env.KTS_NATIVE_ADDON || defaultAddonPath()!;
+    const dir = await cgroupDir();
+    // --force-node-api-uncaught-exceptions-policy: what later node versions do by default; an
+    // exception rethrown from the delivery would end this child before it prints.
+    const script = `
+      const a = require(process.argv[1]);
+      const { writeFileSync } = require('node:fs');
+      const dir = process.argv[2];
+      const h = new a.OomWatcherHandle(() => { throw new Error('handler boom'); });
+      h.watchV2(1, dir);
+      writeFileSync(dir + '/memory.events', 'oom 1\\noom_kill 1\\n');
+      const poll = setInterval(() => {
+        if (h.stats().handlerErrors < 1) return;
+        clearInterval(poll);
+        h.close();
+        process.stdout.write('alive ' + h.stats().running + '\\n');
+      }, 5);
+    `;
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--force-node-api-uncaught-exceptions-policy=true', '--no-warnings', '-e', script, addon, dir], { timeout: 30_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${err.message}: ${stdout} ${stderr}`)) : resolve(stdout));
+    });
+    assert.equal(out, 'alive false\n');
+  });
+
   it('watch, unwatch and stats return while a scan is in progress (the lock is not held across scans)', async () => {
     const native = realNative();
     const hooks = native.oomTestHooks!;
