@@ -11,6 +11,12 @@
         "native/addon.cc",
         "native/cgroup_reader.cc",
         "native/oom_watcher.cc",
+        "native/oom/watcher.cc",
+        "native/oom/proc_scan.cc",
+        "native/oom/eventfd_backend.cc",
+        "native/oom/inotify_backend.cc",
+        "native/oom/kmsg_backend.cc",
+        "native/oom/ebpf_backend.cc",
         "native/oom_ebpf.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

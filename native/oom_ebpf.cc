@@ -18,10 +18,18 @@
 #endif
 
 #if KTS_HAVE_EBPF
+#include "oom_victim_bpf_obj.h"
+// The BPF object did not compile (build-bpf.mjs said why): the addon goes without eBPF.
+#ifdef KTS_BPF_OBJECT_FAILED
+#undef KTS_HAVE_EBPF
+#define KTS_HAVE_EBPF 0
+#define KTS_EBPF_UNAVAILABLE_REASON KTS_BPF_OBJECT_FAILED
+#endif
+#endif
+
+#if KTS_HAVE_EBPF
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
-
-#include "oom_victim_bpf_obj.h"
 #endif
 
 namespace kts {

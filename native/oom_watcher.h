@@ -1,10 +1,12 @@
-// OOM watcher: inotify (cgroup v2), eventfd (cgroup v1), eBPF and /dev/kmsg sources behind one
-// interface, all served by one native thread (epoll) that hands batches of events to JS
-// through one thread-safe function.
+// OOM watcher: inotify (cgroup v2), eventfd (cgroup v1), eBPF and /dev/kmsg backends behind one
+// interface (native/oom/backend.h), all served by one native thread (native/oom/watcher.cc,
+// epoll) that hands batches of events to JS through one thread-safe function.
 //
 // JS API (registered on the addon's exports):
 //   oomEbpfBuild(): { compiled: boolean, reason?: string }
-//   new OomWatcherHandle(onEvents: (events: object[]) => void)
+//   new OomWatcherHandle(onEvents: (events: object[]) => void, { maxQueuedBatches?: number })
+//                                  batches beyond maxQueuedBatches (default 256) waiting for
+//                                  the JS thread are dropped and counted
 //     watchV1(id, memoryCgroupDir)   eventfd on memory.oom_control (one fd per cgroup); throws
 //     watchV2(id, cgroupDir)         inotify on memory.events (no fd per cgroup); throws
 //     unwatch(id): boolean
@@ -12,12 +14,18 @@
 //     stopEbpf()
 //     startKmsg(): { ok: true } | { ok: false, reason }   (/dev/kmsg OOM lines, unparsed)
 //     stopKmsg()
-//     stats(): { watches, v1, v2, fds, ebpf, kmsg, running }  (fds: the watcher's own, not libbpf's)
+//     stats(): { watches, v1, v2, fds, ebpf, kmsg, running, droppedBatches, droppedEvents,
+//                handlerErrors, lastHandlerError?, error? }  (fds: the watcher's own, not libbpf's;
+//                error: why the thread stopped, when it failed)
 //     ref() / unref()      keep (or not) the event loop alive while watching
 //     close()              stops the thread and closes every fd; idempotent
+//     _testFailNextPoll(errno)  test hook: the thread's next epoll_wait fails with errno
+//   oomTestHooks: { holdScans(hold: boolean), scansInFlight(): number }
 // Event objects: { kind: 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error', source:
-// 'eventfd' | 'inotify' | 'ebpf' | 'kmsg', observedTimeNs: bigint (CLOCK_MONOTONIC), ... }
-// as src/oom/native-types.ts describes.
+// 'eventfd' | 'inotify' | 'ebpf' | 'kmsg' | 'watcher', observedTimeNs: bigint (CLOCK_MONOTONIC),
+// ... } as src/oom/native-types.ts describes; { kind: 'error', source: 'watcher', fatal: true }
+// says the thread stopped (stats().running is false from then on).
+// A handler that throws is counted (handlerErrors) and reported as a process warning.
 #pragma once
 #include <napi.h>
 

@@ -1,4 +1,4 @@
-// What the native OOM watcher (native/oom_watcher.cc) exports and the events it delivers.
+// What the native OOM watcher (native/oom_watcher.cc, native/oom/) exports and the events it delivers.
 
 /** Why an eBPF build is or is not in the addon. */
 export interface NativeEbpfBuild {
@@ -14,7 +14,8 @@ export interface NativeVictimCandidate {
 }
 
 export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error';
-export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg';
+/** 'watcher': the native watcher itself (its thread), not one of the mechanisms. */
+export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg' | 'watcher';
 
 /** One event from the native thread; fields beyond kind/source depend on the source. */
 export interface NativeOomEvent {
@@ -58,6 +59,8 @@ export interface NativeOomEvent {
   kernelTimeUs?: number;
   // error:
   message?: string;
+  /** error from source 'watcher': the native thread stopped; no more events will come. */
+  fatal?: boolean;
 }
 
 export interface NativeOomWatcherStats {
@@ -68,7 +71,29 @@ export interface NativeOomWatcherStats {
   fds: number;
   ebpf: boolean;
   kmsg: boolean;
+  /** False once closed, or when the thread stopped on an error (then `error` says why). */
   running: boolean;
+  /** Batches (and the events in them) dropped because maxQueuedBatches were waiting for the JS thread. */
+  droppedBatches: number;
+  droppedEvents: number;
+  /** Exceptions thrown by the onEvents handler (each also reported as a process warning). */
+  handlerErrors: number;
+  lastHandlerError?: string;
+  /** Why the native thread stopped, when it failed. */
+  error?: string;
+}
+
+export interface NativeOomWatcherOptions {
+  /** Batches that may wait for the JS thread before new ones are dropped (default 256). */
+  maxQueuedBatches?: number;
+}
+
+/** Test hooks of the addon (not for production use). */
+export interface NativeOomTestHooks {
+  /** Holds (true) or releases (false) every native scan at its start. */
+  holdScans(hold: boolean): void;
+  /** Native scans in progress (held ones included). */
+  scansInFlight(): number;
 }
 
 export interface NativeOomWatcherHandle {
@@ -83,9 +108,12 @@ export interface NativeOomWatcherHandle {
   ref(): void;
   unref(): void;
   close(): void;
+  /** Test hook: the native thread's next epoll_wait fails with this errno. */
+  _testFailNextPoll?(errno: number): void;
 }
 
 export interface NativeOomExports {
   oomEbpfBuild?(): NativeEbpfBuild;
-  OomWatcherHandle?: new (onEvents: (events: NativeOomEvent[]) => void) => NativeOomWatcherHandle;
+  OomWatcherHandle?: new (onEvents: (events: NativeOomEvent[]) => void, options?: NativeOomWatcherOptions) => NativeOomWatcherHandle;
+  oomTestHooks?: NativeOomTestHooks;
 }

@@ -10,6 +10,7 @@ import type { Counter, Registry } from '../metrics/registry.js';
 import { loadNative } from '../native.js';
 import type { CgroupRef } from '../cgroups/ref.js';
 import { realClock, type Clock } from '../util/clock.js';
+import { KubeletError, type KubeletErrorOptions } from '../util/errors.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { isUnderKubepods, parsePodCgroupPath } from './attribution.js';
 import { KmsgOomParser, type KmsgOomRecord } from './kmsg-parser.js';
@@ -24,12 +25,10 @@ const OOM_METRIC_LABELS = ['container', 'id', 'namespace', 'pod'] as const;
 /** Unwatched containers kept for attributing late events (an OOM kill races the container's exit). */
 const RECENTLY_UNWATCHED = 1024;
 
-export class OomWatcherError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.name = 'OomWatcherError';
-    this.code = code;
+/** The OOM watcher cannot do what was asked (codes: OomWatcherState, OomWatcherUnavailable). */
+export class OomWatcherError extends KubeletError {
+  constructor(code: string, message: string, options?: KubeletErrorOptions) {
+    super(code, message, options);
   }
 }
 
@@ -321,6 +320,12 @@ export class OomWatcher extends EventEmitter {
         return;
       }
       case 'error':
+        if (e.fatal) {
+          // The native thread is gone: say so once, loudly, and in status().
+          this.current.nativeFailure = e.message ?? 'native OOM watcher thread stopped';
+          this.log.error('OOM watcher stopped: no more OOM events from native sources', { message: e.message, source: e.source });
+          return;
+        }
         this.log.warn('OOM watcher error', { message: e.message, source: e.source });
         return;
     }

@@ -65,6 +65,8 @@ export interface OomWatcherStatus {
   kmsgUnavailableReason?: string;
   /** Why the native addon could not be used. */
   nativeUnavailableReason?: string;
+  /** Why the native watcher stopped while running (its thread failed): no native events since. */
+  nativeFailure?: string;
 }
 
 export interface OomWatchResult {

@@ -10,6 +10,7 @@ import { Registry } from '../../src/metrics/registry.js';
 import { oomEventRecord } from '../../src/oom/events.js';
 import type { NativeOomEvent, NativeOomExports, NativeOomWatcherHandle, NativeStartResult } from '../../src/oom/native-types.js';
 import { OomWatcher, OomWatcherError } from '../../src/oom/oom-watcher.js';
+import { isKubeletError } from '../../src/util/errors.js';
 import type { OomEvent } from '../../src/oom/types.js';
 import { createLogger, setLogSink } from '../../src/util/log.js';
 
@@ -44,7 +45,7 @@ class HandleDouble implements NativeOomWatcherHandle {
   stopEbpf(): void {}
   startKmsg(): NativeStartResult { this.calls.push('startKmsg'); return this.owner.kmsgResult; }
   stopKmsg(): void {}
-  stats() { return { watches: this.v1.size + this.v2.size, v1: this.v1.size, v2: this.v2.size, fds: 2 + this.v1.size, ebpf: false, kmsg: false, running: !this.closed }; }
+  stats() { return { watches: this.v1.size + this.v2.size, v1: this.v1.size, v2: this.v2.size, fds: 2 + this.v1.size, ebpf: false, kmsg: false, running: !this.closed, droppedBatches: 0, droppedEvents: 0, handlerErrors: 0 }; }
   ref(): void {}
   unref(): void {}
   close(): void { this.closed = true; }
@@ -112,6 +113,24 @@ describe('OomWatcher (native double)', () => {
     const w = new OomWatcher({ mode: 'ebpf', native, logger });
     await assert.rejects(w.start(), (err: unknown) => err instanceof OomWatcherError && err.code === 'OomWatcherUnavailable' && /no BTF/.test(err.message));
     assert.equal(native.handles[0]!.closed, true);
+  });
+
+  it('its errors are KubeletErrors with a stable code', async () => {
+    const w = new OomWatcher({ mode: 'off', native: new NativeOomDouble(), logger });
+    await w.start();
+    await assert.rejects(w.start(), (err: unknown) => isKubeletError(err, 'OomWatcherState') && (err as Error).name === 'OomWatcherError' && /already running/.test((err as Error).message));
+  });
+
+  it('a fatal native error is said in status() and the watcher keeps serving what it has', async () => {
+    const native = new NativeOomDouble();
+    const w = new OomWatcher({ mode: 'cgroup', native, logger });
+    await w.start();
+    native.handles[0]!.push([{ kind: 'error', source: 'watcher', fatal: true, message: 'oom watcher thread stopped: epoll_wait: Bad file descriptor', observedTimeNs: now() }]);
+    assert.match(w.status().nativeFailure ?? '', /epoll_wait: Bad file descriptor/);
+    // A non-fatal error (one cgroup file) is no failure of the watcher.
+    native.handles[0]!.push([{ kind: 'error', source: 'eventfd', message: 'read x: EIO', observedTimeNs: now() }]);
+    assert.match(w.status().nativeFailure ?? '', /epoll_wait/);
+    w.stop();
   });
 
   it('off starts nothing; a missing addon turns auto off with the reason and fails cgroup mode', async () => {
