@@ -121,7 +121,7 @@ interface SimProcess {
 }
 
 async function startSim(containers: number, dir: string): Promise<SimProcess> {
-  const main = path.join(here, '..', 'src', 'runtime', 'sim', 'main.js');
+  const main = path.join(here, '..', 'src', 'sim', 'main.js');
   const socket = path.join(dir, `sim-${containers}.sock`);
   const child = fork(main, ['--socket', socket, '--containers', String(containers)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const waitFor = (cmd: string): Promise<Record<string, unknown>> =>

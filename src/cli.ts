@@ -13,7 +13,7 @@ import { rootLogger, setVerbosity } from './util/log.js';
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
     // A simulated CRI runtime for density benchmarks, not a kubelet.
-    const { simRuntimeMain } = await import('./runtime/sim/cli.js');
+    const { simRuntimeMain } = await import('./sim/cli.js');
     return simRuntimeMain(argv.slice(1));
   }
   let loaded;

@@ -7,8 +7,8 @@
 
 import { rm } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { criDefinitions } from '../cri-client.js';
-import type { PodSandboxConfig, ContainerConfig } from '../cri-types.js';
+import { criDefinitions } from '../runtime/cri-client.js';
+import type { PodSandboxConfig, ContainerConfig } from '../runtime/cri-types.js';
 import {
   SIM_RUNTIME_NAME,
   SIM_RUNTIME_VERSION,
@@ -210,7 +210,7 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     out[at++] = 0x18;
     at += created.copy(out, at);
     for (const [field, b] of nested) {
-      if (b[0] !== 0x0a) throw new Error('sim: expected a response encoding with field 1 first');
+      if (b[0] !== 0x0a) throw new SimRuntimeError('UNKNOWN', `sim: event field ${field}: expected a response encoding with field 1 first`);
       out[at++] = (field << 3) | 2;
       at += b.copy(out, at, 1);
     }

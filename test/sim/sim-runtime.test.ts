@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChurnGenerator } from '../../../src/runtime/sim/churn.js';
-import { SimCgroupTree } from '../../../src/runtime/sim/cgroup-tree.js';
-import { SimRuntime, SimRuntimeError, type SimContainerEvent } from '../../../src/runtime/sim/sim-runtime.js';
-import { FsCgroupReader } from '../../../src/stats/cgroup-fs-reader.js';
-import * as labels from '../../../src/runtime/labels.js';
+import { ChurnGenerator } from '../../src/sim/churn.js';
+import { SimCgroupTree } from '../../src/sim/cgroup-tree.js';
+import { SimRuntime, SimRuntimeError, type SimContainerEvent } from '../../src/sim/sim-runtime.js';
+import { FsCgroupReader } from '../../src/stats/cgroup-fs-reader.js';
+import * as labels from '../../src/runtime/labels.js';
 
 function withEvents(rt: SimRuntime): SimContainerEvent[] {
   const got: SimContainerEvent[] = [];

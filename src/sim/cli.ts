@@ -5,6 +5,7 @@
 
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { KubeletError } from '../util/errors.js';
 import { ChurnGenerator } from './churn.js';
 import { SimCgroupTree } from './cgroup-tree.js';
 import { SimRuntime } from './sim-runtime.js';
@@ -45,8 +46,11 @@ export interface SimRuntimeFlags {
   eventShape: SimEventShape;
 }
 
-export class SimRuntimeFlagError extends Error {
-  override readonly name = 'SimRuntimeFlagError';
+/** A bad flag of `kubelet-ts sim-runtime`; the message names the flag. */
+export class SimRuntimeFlagError extends KubeletError {
+  constructor(message: string) {
+    super('ERR_SIM_RUNTIME_FLAG', message);
+  }
 }
 
 /** Parses the flags (`--flag value` or `--flag=value`). */
