@@ -209,6 +209,7 @@ export async function simRuntimeMain(argv: readonly string[]): Promise<number> {
             calls: Object.fromEntries(handle.server.calls),
             lastListBytes: { ...handle.server.lastListBytes },
             eventStreams: handle.server.eventStreams(),
+            eventSendLagsMs: handle.server.takeEventSendLags(),
           });
           break;
         case 'drop-streams':

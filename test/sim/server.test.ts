@@ -92,6 +92,34 @@ test('the kubelet-side calls drive the model: run, create, start, stop, remove',
   });
 });
 
+test('the server encodes every status before it serves: the first event about a pod does not pay for it', async () => {
+  await withServer(async (s) => {
+    for (const sb of s.runtime.sandboxes.values()) assert.ok(sb.statusEncoded, `sandbox ${sb.id}`);
+    for (const c of s.runtime.containers.values()) assert.ok(c.statusEncoded, `container ${c.id}`);
+  });
+});
+
+test('each event sent is timed from its timestamp to its bytes written (the simulator\'s share of delivery)', async () => {
+  await withServer(async (s) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const got: ContainerEvent[] = [];
+    const h = lister.openContainerEvents({ onReady: () => undefined, onEvent: (e) => got.push(e), onEnd: () => undefined });
+    try {
+      while (s.eventStreams() === 0) await new Promise((r) => setTimeout(r, 5));
+      const [c] = s.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+      s.runtime.exitContainer(c!.id, 1, 'Error');
+      while (got.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const lags = s.takeEventSendLags();
+      assert.equal(lags.length, 1);
+      assert.ok(lags[0]! > -0.01 && lags[0]! < 10_000, `lag ${lags[0]}`);
+      assert.deepEqual(s.takeEventSendLags(), []);
+    } finally {
+      h.cancel();
+      lister.close();
+    }
+  });
+});
+
 test('GetContainerEvents streams the model\'s events; dropping the streams ends them with UNAVAILABLE', async () => {
   await withServer(async (s, cri) => {
     // the CRI client decodes with api.proto, which has the metadata shape

@@ -179,3 +179,22 @@ test('the synthetic cgroup tree: a started container gets every file the readers
     }
   }
 });
+
+test('a churn tick catching up works for at most its slice and leaves the rest of the budget to later ticks', () => {
+  const rt = new SimRuntime({ seed: 3 });
+  rt.populate({ containers: 300, containersPerPod: 3 });
+  // each step "takes" 1 ms of work time
+  let work = 0;
+  const churn = new ChurnGenerator(rt, { eventsPerSecond: 500, podReplaceShare: 0, workNow: () => (work += 1) });
+  churn.tick(0);
+  // half a second behind: 250 events owed, but a 3 ms slice does a few steps and returns
+  churn.tick(500, 3);
+  assert.ok(churn.stats.events > 0 && churn.stats.events <= 6, `one slice did ${churn.stats.events} events`);
+  // later ticks work the rest off (without a slice, one tick does it all)
+  for (let t = 502; churn.stats.events < 240 && t < 2000; t += 2) churn.tick(t, 3);
+  assert.ok(churn.stats.events >= 240, `events ${churn.stats.events}`);
+  const unsliced = new ChurnGenerator(rt, { eventsPerSecond: 500, podReplaceShare: 0 });
+  unsliced.tick(0);
+  unsliced.tick(500);
+  assert.ok(unsliced.stats.events >= 249, `unsliced ${unsliced.stats.events}`);
+});
