@@ -430,6 +430,8 @@ interface EventedResult {
   /** The simulator's share: its event timestamp -> the event's bytes written to its socket (NaN off the simulator). */
   simSendP50: number;
   simSendP99: number;
+  /** The simulator process's event-loop delay p99 while measuring (ms): time it was not running. */
+  simLoopP99: number;
   /** Events measured per second (what the runtime achieved). */
   achievedPerSec: number;
   containerReads: number;
@@ -448,8 +450,8 @@ async function eventedCase(
   seconds: number,
   containers: number,
   shape: string,
-  /** The simulator's send lags since the last call (ms per event); undefined off the simulator. */
-  simSendLags?: () => Promise<number[]>,
+  /** The simulator's send lags (ms per event) and loop delay p99 since the last call; undefined off the simulator. */
+  simSendLags?: () => Promise<{ lags: number[]; loopP99: number }>,
 ): Promise<EventedResult> {
   const lister = new LeanCriLister({ runtimeEndpoint: endpoint, timeoutMs: 120_000 });
   // per event: the runtime's timestamp and when it reached the kubelet
@@ -514,7 +516,7 @@ async function eventedCase(
     pleg.stop();
     lister.close();
     const skipped = state === 'unsupported' ? 'the runtime does not implement GetContainerEvents (UNIMPLEMENTED)' : `event stream not established (${state})`;
-    return { name, containers, eventsPerSec, shape, samples: 0, p50: NaN, p99: NaN, max: NaN, e2eP50: NaN, e2eP99: NaN, simSendP50: NaN, simSendP99: NaN, achievedPerSec: 0, containerReads: 0, podReads: 0, skipped };
+    return { name, containers, eventsPerSec, shape, samples: 0, p50: NaN, p99: NaN, max: NaN, e2eP50: NaN, e2eP99: NaN, simSendP50: NaN, simSendP99: NaN, simLoopP99: NaN, achievedPerSec: 0, containerReads: 0, podReads: 0, skipped };
   }
   await generic.relist();
   // steady state: the start-up relist's garbage collected, then a warm-up under churn
@@ -530,7 +532,8 @@ async function eventedCase(
   else await sleep(seconds * 1000);
   measuring = false;
   const measuredS = (performance.now() - t0) / 1000;
-  const simLags = (await simSendLags?.()) ?? [];
+  const sim = (await simSendLags?.()) ?? { lags: [], loopP99: NaN };
+  const simLags = sim.lags;
   await setRate?.(0);
   await sleep(300);
   const res: EventedResult = {
@@ -546,6 +549,7 @@ async function eventedCase(
     e2eP99: percentile(e2e, 99),
     simSendP50: percentile(simLags, 50),
     simSendP99: percentile(simLags, 99),
+    simLoopP99: sim.loopP99,
     achievedPerSec: Math.round(latencies.length / measuredS),
     containerReads: generic.deliverer.containerReads - reads0.c,
     podReads: generic.deliverer.podReads - reads0.p,
@@ -731,13 +735,13 @@ function table(cases: CaseSummary[], evented: EventedResult[]): string[] {
   const out = [fmt(head), '|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|', ...rows.map(fmt)];
   if (evented.length) {
     out.push('');
-    out.push('| evented case | containers | event shape | events/s (achieved) | samples | p50 ms | p99 ms | max ms | e2e p50 ms | e2e p99 ms | sim send p50 ms | sim send p99 ms | container reads | pod reads |');
-    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    out.push('| evented case | containers | event shape | events/s (achieved) | samples | p50 ms | p99 ms | max ms | e2e p50 ms | e2e p99 ms | sim send p50 ms | sim send p99 ms | sim loop delay p99 ms | container reads | pod reads |');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const e of evented) {
-      if (e.skipped) out.push(`| ${e.name} | ${e.containers} | ${e.shape} | skipped: ${e.skipped} | | | | | | | | | | |`);
+      if (e.skipped) out.push(`| ${e.name} | ${e.containers} | ${e.shape} | skipped: ${e.skipped} | | | | | | | | | | | |`);
       else
         out.push(
-          `| ${e.name} | ${e.containers} | ${e.shape} | ${e.eventsPerSec} (${e.achievedPerSec}) | ${e.samples} | ${e.p50.toFixed(2)} | ${e.p99.toFixed(2)} | ${e.max.toFixed(2)} | ${e.e2eP50.toFixed(2)} | ${e.e2eP99.toFixed(2)} | ${e.simSendP50.toFixed(2)} | ${e.simSendP99.toFixed(2)} | ${e.containerReads} | ${e.podReads} |`,
+          `| ${e.name} | ${e.containers} | ${e.shape} | ${e.eventsPerSec} (${e.achievedPerSec}) | ${e.samples} | ${e.p50.toFixed(2)} | ${e.p99.toFixed(2)} | ${e.max.toFixed(2)} | ${e.e2eP50.toFixed(2)} | ${e.e2eP99.toFixed(2)} | ${e.simSendP50.toFixed(2)} | ${e.simSendP99.toFixed(2)} | ${e.simLoopP99.toFixed(2)} | ${e.containerReads} | ${e.podReads} |`,
         );
     }
     out.push('(e2e: the runtime\'s event timestamp → pod worker, the target; p50/p99: event received by the kubelet → pod worker; sim send: the simulator\'s timestamp → bytes written to its socket)');
@@ -762,7 +766,10 @@ async function main(): Promise<number> {
       for (const c of cs) log(`#   ${c.name}: relist ${c.totalMs.toFixed(1)} ms, heap ${c.allocMb.toFixed(2)} MB, status calls ${c.statusCalls.toFixed(1)} pod + ${c.containerReads.toFixed(1)} container`);
       if (n === 10000 || (n === args.sizes.at(-1) && !args.sizes.includes(10000))) {
         const setRate = async (r: number): Promise<void> => void (await sim.request({ cmd: 'churn', eventsPerSecond: r }));
-        const sendLags = async (): Promise<number[]> => (await sim.request({ cmd: 'stats' })).eventSendLagsMs as number[];
+        const sendLags = async (): Promise<{ lags: number[]; loopP99: number }> => {
+          const st = await sim.request({ cmd: 'stats' });
+          return { lags: st.eventSendLagsMs as number[], loopP99: st.loopDelayP99Ms as number };
+        };
         // the status shape (the target) runs several times: its spread is part of the result
         const runs: Array<['status' | 'metadata', string]> = [
           ...Array.from({ length: args.eventedRuns }, (_, i): ['status', string] => ['status', args.eventedRuns > 1 ? `-run${i + 1}` : '']),
@@ -772,7 +779,7 @@ async function main(): Promise<number> {
           await sim.request({ cmd: 'event-shape', shape });
           const e = await eventedCase(`sim-${n}-evented-${shape}${suffix}`, sim.endpoint, runtime, setRate, undefined, 1000, 5, n, shape, sendLags);
           log(
-            `#   ${e.name}: ${e.samples} events, p50 ${e.p50.toFixed(2)} ms, p99 ${e.p99.toFixed(2)} ms (from the runtime's timestamp: p99 ${e.e2eP99.toFixed(2)} ms; simulator send p99 ${e.simSendP99.toFixed(2)} ms)`,
+            `#   ${e.name}: ${e.samples} events, p50 ${e.p50.toFixed(2)} ms, p99 ${e.p99.toFixed(2)} ms (from the runtime's timestamp: p99 ${e.e2eP99.toFixed(2)} ms; simulator send p99 ${e.simSendP99.toFixed(2)} ms, its loop delay p99 ${e.simLoopP99.toFixed(2)} ms)`,
           );
           evented.push(e);
         }
@@ -807,6 +814,7 @@ async function main(): Promise<number> {
     if (Number.isFinite(e.simSendP99)) {
       results.push({ case: e.name, metric: 'sim_send_p50', value: round(e.simSendP50), unit: 'ms' });
       results.push({ case: e.name, metric: 'sim_send_p99', value: round(e.simSendP99), unit: 'ms' });
+      results.push({ case: e.name, metric: 'sim_event_loop_delay_p99', value: round(e.simLoopP99), unit: 'ms' });
     }
     results.push({ case: e.name, metric: 'events_per_sec_achieved', value: e.achievedPerSec, unit: 'events/s' });
     results.push({ case: e.name, metric: 'events_measured', value: e.samples, unit: 'events' });
