@@ -20,7 +20,7 @@ export const SHUTDOWN_DEADLINE_MS = 5_000;
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
     // A simulated CRI runtime for density benchmarks, not a kubelet.
-    const { simRuntimeMain } = await import('./runtime/sim/cli.js');
+    const { simRuntimeMain } = await import('./sim/cli.js');
     return simRuntimeMain(argv.slice(1));
   }
   let loaded;

@@ -10,6 +10,7 @@ import type { PlegMetrics } from './metrics.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { PodCache } from './cache.js';
+import { PlegError } from './errors.js';
 import { PodDeliverer, type PodStatusFetcher } from './deliver.js';
 import { NON_EXISTENT, RecordStore, type RecordState } from './records.js';
 import { RuntimePodsLister, type RelistSource } from './relist-source.js';
@@ -99,7 +100,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.relistThresholdMs = opts.relistThresholdMs;
     if (opts.lister) this.lister = opts.lister;
     else if (opts.runtime.getPods) this.lister = new RuntimePodsLister(() => opts.runtime.getPods!());
-    else throw new TypeError('GenericPLEG needs a lister or a runtime with getPods()');
+    else throw new PlegError('ERR_PLEG_NO_LISTER', 'GenericPLEG needs a lister or a runtime with getPods()');
     this.deliverer = new PodDeliverer({
       store: this.store,
       cache: opts.cache,

@@ -6,6 +6,7 @@
 // generateEvents), so a transition is reported exactly once whoever observes it first.
 
 import type { KnownPod, PodLifecycleEvent } from './types.js';
+import { PlegError } from './errors.js';
 
 /** A record's state: the CRI state name, or '' for "does not exist". */
 export type RecordState =
@@ -238,7 +239,7 @@ export class RecordStore {
 
   /** Forgets a record that never existed as far as anyone reported (no events). */
   discard(rec: RuntimeRecord): void {
-    if (rec.state !== NON_EXISTENT) throw new Error(`record ${rec.id} exists; observe its removal instead`);
+    if (rec.state !== NON_EXISTENT) throw new PlegError('ERR_PLEG_RECORD_EXISTS', `record ${rec.id} exists; observe its removal instead`);
     this.unindex(rec);
   }
 

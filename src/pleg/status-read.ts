@@ -8,6 +8,7 @@ import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } f
 import type { Clock } from '../util/clock.js';
 import type { FetchResult } from './deliver.js';
 import type { CarriedContainerStatus, CarriedSandboxStatus } from './wire-event.js';
+import { PlegError } from './errors.js';
 import { NON_EXISTENT, type RecordState, type RecordStore, type RuntimeRecord } from './records.js';
 import {
   withContainerStatus,
@@ -98,7 +99,7 @@ export interface PartialRead {
  */
 export async function readPartial(d: StatusReadDeps, pod: PodRef, prev: RuntimePodStatus, ids: Iterable<string>, observe: boolean): Promise<PartialRead> {
   const src = d.status;
-  if (!src) throw new Error('partial status reads need a container status source');
+  if (!src) throw new PlegError('ERR_PLEG_NO_STATUS_SOURCE', `partial status read of pod ${pod.namespace}/${pod.name}: no container status source`);
   const { store } = d;
   const at = d.clock.now();
   let status = prev;

@@ -5,7 +5,7 @@
 // their wire shape (a status has a varint field 3 and a message in field 2, metadata strings).
 
 import type { ContainerRuntimeStatus, SandboxRuntimeStatus } from '../runtime/types.js';
-import { Reader, WIRE_LEN, WIRE_VARINT, latin1, sandboxMetadata } from './wire.js';
+import { Reader, WIRE_LEN, WIRE_VARINT, latin1, sandboxMetadata, wireErrorAt } from './wire.js';
 import { containerStatusAt, sandboxStatusAt } from './wire-status.js';
 
 /** Event types of runtime.v1 ContainerEventType, by number. */
@@ -54,26 +54,33 @@ const CARRIED_STATES: readonly ContainerRuntimeStatus['state'][] = ['created', '
 
 /** Reads a ContainerStatus's id and state, leaving the rest for decode(). */
 function carried(buf: Buffer, start: number, end: number, runtimeName: string): CarriedContainerStatus {
-  const r = new Reader(buf);
-  r.pos = start;
+  const r = new Reader(buf, start, end);
   let id = '';
   let state = 0;
-  while (r.pos < end) {
-    const t = r.varint32();
-    if (t === ((1 << 3) | WIRE_LEN)) {
-      const e = r.lenEnd();
-      id = latin1(buf, r.pos, e);
-      r.pos = e;
-    } else if (t === ((3 << 3) | WIRE_VARINT)) state = r.varint32();
-    else r.skip(t & 7);
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      if (t === ((1 << 3) | WIRE_LEN)) {
+        const e = r.lenEnd();
+        id = latin1(buf, r.pos, e);
+        r.pos = e;
+      } else if (t === ((3 << 3) | WIRE_VARINT)) state = r.varint32();
+      else r.skip(t & 7);
+    }
+  } catch (err) {
+    throw wireErrorAt(err, 'ContainerStatus', { 1: 'id', 3: 'state' }, field);
   }
   return {
     id,
     state: CARRIED_STATES[state] ?? 'unknown',
     decode(): ContainerRuntimeStatus {
-      const d = new Reader(buf);
-      d.pos = start;
-      return containerStatusAt(d, end, runtimeName);
+      try {
+        return containerStatusAt(new Reader(buf, start, end), end, runtimeName);
+      } catch (err) {
+        throw wireErrorAt(err, 'ContainerEventResponse', EVENT_FIELDS, 5);
+      }
     },
   };
 }
@@ -87,67 +94,94 @@ export function carriedSandboxStatus(s: SandboxRuntimeStatus): CarriedSandboxSta
   return { id: s.id, state: s.state, decode: () => s };
 }
 
+const EVENT_FIELDS: Readonly<Record<number, string>> = {
+  1: 'container_id',
+  2: 'container_event_type',
+  3: 'created_at',
+  4: 'pod_sandbox_status',
+  5: 'containers_statuses',
+};
+
 /** ContainerEventResponse, either shape (see the file comment). */
 export function decodeContainerEvent(buf: Buffer, runtimeName = 'containerd'): ContainerEvent {
   const r = new Reader(buf);
   const ev: ContainerEvent = { containerId: '', type: 'CONTAINER_CREATED_EVENT', createdAt: 0 };
-  while (r.pos < buf.length) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    const wt = t & 7;
-    if (field === 1 && wt === WIRE_LEN) {
-      const e = r.lenEnd();
-      ev.containerId = latin1(buf, r.pos, e);
-      r.pos = e;
-    } else if (field === 2 && wt === WIRE_VARINT) {
-      ev.type = CONTAINER_EVENT_TYPES[r.varint32()] ?? 'CONTAINER_CREATED_EVENT';
-    } else if (field === 3 && wt === WIRE_VARINT) {
-      ev.createdAt = r.varint64() / 1e6;
-    } else if (field === 4 && wt === WIRE_LEN) {
-      const e = r.lenEnd();
-      const start = r.pos;
-      if (isSandboxStatus(r, e)) {
-        r.pos = start;
-        let sbState = 0;
-        while (r.pos < e) {
-          const st = r.varint32();
-          if (st === ((1 << 3) | WIRE_LEN)) {
-            const ie = r.lenEnd();
-            ev.sandboxId = latin1(buf, r.pos, ie);
-            r.pos = ie;
-          } else if (st === ((2 << 3) | WIRE_LEN)) {
-            const me = r.lenEnd();
-            ev.pod = sandboxMetadata(r, me);
-            r.pos = me;
-          } else if (st === ((3 << 3) | WIRE_VARINT)) sbState = r.varint32();
-          else r.skip(st & 7);
+  let field = -1;
+  try {
+    while (r.pos < buf.length) {
+      const t = r.varint32();
+      field = t >>> 3;
+      const wt = t & 7;
+      if (field === 1 && wt === WIRE_LEN) {
+        const e = r.lenEnd();
+        ev.containerId = latin1(buf, r.pos, e);
+        r.pos = e;
+      } else if (field === 2 && wt === WIRE_VARINT) {
+        ev.type = CONTAINER_EVENT_TYPES[r.varint32()] ?? 'CONTAINER_CREATED_EVENT';
+      } else if (field === 3 && wt === WIRE_VARINT) {
+        ev.createdAt = r.varint64() / 1e6;
+      } else if (field === 4 && wt === WIRE_LEN) {
+        const e = r.lenEnd();
+        const start = r.pos;
+        const outer = r.enter(e);
+        if (isSandboxStatus(r, e)) {
+          r.pos = start;
+          ev.sandboxStatus = carriedSandbox(r, start, e, ev);
+        } else {
+          r.pos = start;
+          ev.pod = sandboxMetadata(r, e);
         }
-        ev.sandboxStatus = {
-          id: ev.sandboxId ?? '',
-          state: sbState === 0 ? 'ready' : 'notready',
-          decode(): SandboxRuntimeStatus {
-            const d = new Reader(buf);
-            d.pos = start;
-            return sandboxStatusAt(d, e);
-          },
-        };
+        r.leave(outer);
+        r.pos = e;
+      } else if (field === 5 && wt === WIRE_LEN) {
+        const e = r.lenEnd();
+        (ev.containerStatuses ??= []).push(carried(buf, r.pos, e, runtimeName));
+        r.pos = e;
       } else {
-        r.pos = start;
-        ev.pod = sandboxMetadata(r, e);
+        r.skip(wt);
       }
-      r.pos = e;
-    } else if (field === 5 && wt === WIRE_LEN) {
-      const e = r.lenEnd();
-      (ev.containerStatuses ??= []).push(carried(buf, r.pos, e, runtimeName));
-      r.pos = e;
-    } else {
-      r.skip(wt);
     }
+  } catch (err) {
+    throw wireErrorAt(err, 'ContainerEventResponse', EVENT_FIELDS, field);
   }
   // a sandbox status without container statuses still says the pod has none
   if (ev.sandboxStatus && !ev.containerStatuses) ev.containerStatuses = [];
   if (ev.pod && !ev.pod.uid) ev.pod = undefined;
   return ev;
+}
+
+/** A PodSandboxStatus in field 4 (newer CRI): its id, metadata and state now, the rest on demand. */
+function carriedSandbox(r: Reader, start: number, e: number, ev: ContainerEvent): CarriedSandboxStatus {
+  const buf = r.buf;
+  let sbState = 0;
+  let field = -1;
+  try {
+    while (r.pos < e) {
+      const st = r.varint32();
+      field = st >>> 3;
+      if (st === ((1 << 3) | WIRE_LEN)) {
+        const ie = r.lenEnd();
+        ev.sandboxId = latin1(buf, r.pos, ie);
+        r.pos = ie;
+      } else if (st === ((2 << 3) | WIRE_LEN)) {
+        ev.pod = sandboxMetadata(r, r.lenEnd());
+      } else if (st === ((3 << 3) | WIRE_VARINT)) sbState = r.varint32();
+      else r.skip(st & 7);
+    }
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandboxStatus', { 1: 'id', 2: 'metadata', 3: 'state' }, field);
+  }
+  return {
+    id: ev.sandboxId ?? '',
+    state: sbState === 0 ? 'ready' : 'notready',
+    decode(): SandboxRuntimeStatus {
+      try {
+        return sandboxStatusAt(new Reader(buf, start, e), e);
+      } catch (err) {
+        throw wireErrorAt(err, 'ContainerEventResponse', EVENT_FIELDS, 4);
+      }
+    },
+  };
 }
 
 function isSandboxStatus(r: Reader, end: number): boolean {
@@ -165,7 +199,7 @@ function isSandboxStatus(r: Reader, end: number): boolean {
 /** Field 2 is a uid string in metadata and a message in a status: a uid never starts with tag 0x0a. */
 function lenHoldsMessage(r: Reader): boolean {
   const e = r.lenEnd();
-  const first = r.buf[r.pos];
+  const first = e > r.pos ? r.buf[r.pos] : undefined;
   r.pos = e;
   return first === 0x0a;
 }

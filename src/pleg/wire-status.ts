@@ -4,7 +4,7 @@
 
 import * as labels from '../runtime/labels.js';
 import type { ContainerRuntimeStatus, SandboxRuntimeStatus } from '../runtime/types.js';
-import { Reader, StringInterner, WIRE_LEN, WIRE_VARINT, latin1, str } from './wire.js';
+import { Reader, StringInterner, WIRE_LEN, WIRE_VARINT, latin1, str, wireErrorAt } from './wire.js';
 
 /** Label and annotation keys repeat in every status: decoded once per process. */
 const keys = new StringInterner();
@@ -19,10 +19,11 @@ function intAnnotation(v: string | undefined): number | undefined {
 const CONTAINER_STATES: readonly ContainerRuntimeStatus['state'][] = ['created', 'running', 'exited', 'unknown'];
 const NAMESPACE_NODE = 2;
 
-/** A map<string,string> entry at the cursor (its length prefix already read up to `end`). */
+/** A map<string,string> entry from the cursor up to `end` (its length prefix already read). */
 function mapEntry(r: Reader, end: number, into: Record<string, string>): void {
   let k = '';
   let v = '';
+  const outer = r.enter(end);
   while (r.pos < end) {
     const t = r.varint32();
     if (t === ((1 << 3) | WIRE_LEN)) {
@@ -35,6 +36,7 @@ function mapEntry(r: Reader, end: number, into: Record<string, string>): void {
       r.pos = e;
     } else r.skip(t & 7);
   }
+  r.leave(outer);
   into[k] = v;
 }
 
@@ -45,19 +47,43 @@ function string(r: Reader): string {
   return s;
 }
 
+const RESPONSE_FIELDS: Readonly<Record<number, string>> = { 1: 'status', 2: 'info', 3: 'containers_statuses', 4: 'timestamp' };
+
 /** ContainerStatusResponse → the runtime view (null when the response carries no status). */
 export function decodeContainerStatusResponse(buf: Buffer, runtimeName: string): ContainerRuntimeStatus | null {
   const r = new Reader(buf);
-  while (r.pos < buf.length) {
-    const t = r.varint32();
-    if (t === ((1 << 3) | WIRE_LEN)) {
-      const end = r.lenEnd();
-      return containerStatusAt(r, end, runtimeName);
+  let field = -1;
+  try {
+    while (r.pos < buf.length) {
+      const t = r.varint32();
+      field = t >>> 3;
+      if (t === ((1 << 3) | WIRE_LEN)) return containerStatusAt(r, r.lenEnd(), runtimeName);
+      r.skip(t & 7);
     }
-    r.skip(t & 7);
+  } catch (err) {
+    throw wireErrorAt(err, 'ContainerStatusResponse', RESPONSE_FIELDS, field);
   }
   return null;
 }
+
+const CONTAINER_STATUS_FIELDS: Readonly<Record<number, string>> = {
+  1: 'id',
+  2: 'metadata',
+  3: 'state',
+  4: 'created_at',
+  5: 'started_at',
+  6: 'finished_at',
+  7: 'exit_code',
+  8: 'image',
+  9: 'image_ref',
+  10: 'reason',
+  11: 'message',
+  12: 'labels',
+  13: 'annotations',
+  14: 'mounts',
+  15: 'log_path',
+  16: 'resources',
+};
 
 /** A ContainerStatus message from the cursor up to `end`. */
 export function containerStatusAt(r: Reader, end: number, runtimeName: string): ContainerRuntimeStatus {
@@ -75,54 +101,65 @@ export function containerStatusAt(r: Reader, end: number, runtimeName: string): 
   let message = '';
   const lbl: Record<string, string> = {};
   const ann: Record<string, string> = {};
-  while (r.pos < end) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    const wt = t & 7;
-    if (wt === WIRE_VARINT) {
-      switch (field) {
-        case 3: state = r.varint32(); continue;
-        case 4: createdAt = r.nanosToMs(); continue;
-        case 5: startedAt = r.nanosToMs(); continue;
-        case 6: finishedAt = r.nanosToMs(); continue;
-        case 7: exitCode = r.varint32() | 0; continue;
-      }
-    } else if (wt === WIRE_LEN) {
-      switch (field) {
-        case 1: {
-          const e = r.lenEnd();
-          id = latin1(r.buf, r.pos, e);
-          r.pos = e;
-          continue;
+  const outer = r.enter(end);
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      const wt = t & 7;
+      if (wt === WIRE_VARINT) {
+        switch (field) {
+          case 3: state = r.varint32(); continue;
+          case 4: createdAt = r.nanosToMs(); continue;
+          case 5: startedAt = r.nanosToMs(); continue;
+          case 6: finishedAt = r.nanosToMs(); continue;
+          case 7: exitCode = r.varint32() | 0; continue;
         }
-        case 2: {
-          const e = r.lenEnd();
-          while (r.pos < e) {
-            const mt = r.varint32();
-            if (mt === ((1 << 3) | WIRE_LEN)) metaName = string(r);
-            else if (mt === ((2 << 3) | WIRE_VARINT)) attempt = r.varint32();
-            else r.skip(mt & 7);
+      } else if (wt === WIRE_LEN) {
+        switch (field) {
+          case 1: {
+            const e = r.lenEnd();
+            id = latin1(r.buf, r.pos, e);
+            r.pos = e;
+            continue;
           }
-          continue;
-        }
-        case 8: {
-          const e = r.lenEnd();
-          while (r.pos < e) {
-            const it = r.varint32();
-            if (it === ((1 << 3) | WIRE_LEN)) image = string(r);
-            else r.skip(it & 7);
+          case 2: {
+            const e = r.lenEnd();
+            const o = r.enter(e);
+            while (r.pos < e) {
+              const mt = r.varint32();
+              if (mt === ((1 << 3) | WIRE_LEN)) metaName = string(r);
+              else if (mt === ((2 << 3) | WIRE_VARINT)) attempt = r.varint32();
+              else r.skip(mt & 7);
+            }
+            r.leave(o);
+            continue;
           }
-          continue;
+          case 8: {
+            const e = r.lenEnd();
+            const o = r.enter(e);
+            while (r.pos < e) {
+              const it = r.varint32();
+              if (it === ((1 << 3) | WIRE_LEN)) image = string(r);
+              else r.skip(it & 7);
+            }
+            r.leave(o);
+            continue;
+          }
+          case 9: imageRef = string(r); continue;
+          case 10: reason = string(r); continue;
+          case 11: message = string(r); continue;
+          case 12: mapEntry(r, r.lenEnd(), lbl); continue;
+          case 13: mapEntry(r, r.lenEnd(), ann); continue;
         }
-        case 9: imageRef = string(r); continue;
-        case 10: reason = string(r); continue;
-        case 11: message = string(r); continue;
-        case 12: mapEntry(r, r.lenEnd(), lbl); continue;
-        case 13: mapEntry(r, r.lenEnd(), ann); continue;
       }
+      r.skip(wt);
     }
-    r.skip(wt);
+  } catch (err) {
+    throw wireErrorAt(err, 'ContainerStatus', CONTAINER_STATUS_FIELDS, field);
   }
+  r.leave(outer);
   // The fields the runtime manager takes from labels.getContainerInfoFromLabels; of the JSON
   // annotations only preStop is kept (killing an adopted container runs it), parsed when present.
   return {
@@ -150,16 +187,31 @@ export function containerStatusAt(r: Reader, end: number, runtimeName: string): 
 /** PodSandboxStatusResponse → the runtime view (null when the response carries no status). */
 export function decodeSandboxStatusResponse(buf: Buffer): SandboxRuntimeStatus | null {
   const r = new Reader(buf);
-  while (r.pos < buf.length) {
-    const t = r.varint32();
-    if (t === ((1 << 3) | WIRE_LEN)) {
-      const end = r.lenEnd();
-      return sandboxStatusAt(r, end);
+  let field = -1;
+  try {
+    while (r.pos < buf.length) {
+      const t = r.varint32();
+      field = t >>> 3;
+      if (t === ((1 << 3) | WIRE_LEN)) return sandboxStatusAt(r, r.lenEnd());
+      r.skip(t & 7);
     }
-    r.skip(t & 7);
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandboxStatusResponse', RESPONSE_FIELDS, field);
   }
   return null;
 }
+
+const SANDBOX_STATUS_FIELDS: Readonly<Record<number, string>> = {
+  1: 'id',
+  2: 'metadata',
+  3: 'state',
+  4: 'created_at',
+  5: 'network',
+  6: 'linux',
+  7: 'labels',
+  8: 'annotations',
+  9: 'runtime_handler',
+};
 
 /** A PodSandboxStatus message from the cursor up to `end`. */
 export function sandboxStatusAt(r: Reader, end: number): SandboxRuntimeStatus {
@@ -172,63 +224,82 @@ export function sandboxStatusAt(r: Reader, end: number): SandboxRuntimeStatus {
   let hostNetwork = false;
   const lbl: Record<string, string> = {};
   const ann: Record<string, string> = {};
-  while (r.pos < end) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    const wt = t & 7;
-    if (wt === WIRE_VARINT && field === 3) state = r.varint32();
-    else if (wt === WIRE_VARINT && field === 4) createdAt = r.nanosToMs();
-    else if (wt === WIRE_LEN && field === 1) id = string(r);
-    else if (wt === WIRE_LEN && field === 2) {
-      const e = r.lenEnd();
-      while (r.pos < e) {
-        const mt = r.varint32();
-        if (mt === ((4 << 3) | WIRE_VARINT)) attempt = r.varint32();
-        else r.skip(mt & 7);
-      }
-    } else if (wt === WIRE_LEN && field === 5) {
-      // PodSandboxNetworkStatus { ip = 1; repeated PodIP additional_ips = 2 { ip = 1 } }
-      const e = r.lenEnd();
-      while (r.pos < e) {
-        const nt = r.varint32();
-        if (nt === ((1 << 3) | WIRE_LEN)) ip = string(r);
-        else if (nt === ((2 << 3) | WIRE_LEN)) {
-          const pe = r.lenEnd();
-          while (r.pos < pe) {
-            const pt = r.varint32();
-            if (pt === ((1 << 3) | WIRE_LEN)) additionalIps.push(string(r));
-            else r.skip(pt & 7);
-          }
-        } else r.skip(nt & 7);
-      }
-    } else if (wt === WIRE_LEN && field === 6) {
-      // LinuxPodSandboxStatus { namespaces = 1 { options = 2 { network = 1 } } }
-      const e = r.lenEnd();
-      while (r.pos < e) {
-        const lt = r.varint32();
-        if (lt !== ((1 << 3) | WIRE_LEN)) {
-          r.skip(lt & 7);
-          continue;
+  const outer = r.enter(end);
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      const wt = t & 7;
+      if (wt === WIRE_VARINT && field === 3) state = r.varint32();
+      else if (wt === WIRE_VARINT && field === 4) createdAt = r.nanosToMs();
+      else if (wt === WIRE_LEN && field === 1) id = string(r);
+      else if (wt === WIRE_LEN && field === 2) {
+        const e = r.lenEnd();
+        const o = r.enter(e);
+        while (r.pos < e) {
+          const mt = r.varint32();
+          if (mt === ((4 << 3) | WIRE_VARINT)) attempt = r.varint32();
+          else r.skip(mt & 7);
         }
-        const ne = r.lenEnd();
-        while (r.pos < ne) {
+        r.leave(o);
+      } else if (wt === WIRE_LEN && field === 5) {
+        // PodSandboxNetworkStatus { ip = 1; repeated PodIP additional_ips = 2 { ip = 1 } }
+        const e = r.lenEnd();
+        const o = r.enter(e);
+        while (r.pos < e) {
           const nt = r.varint32();
-          if (nt !== ((2 << 3) | WIRE_LEN)) {
-            r.skip(nt & 7);
+          if (nt === ((1 << 3) | WIRE_LEN)) ip = string(r);
+          else if (nt === ((2 << 3) | WIRE_LEN)) {
+            const pe = r.lenEnd();
+            const po = r.enter(pe);
+            while (r.pos < pe) {
+              const pt = r.varint32();
+              if (pt === ((1 << 3) | WIRE_LEN)) additionalIps.push(string(r));
+              else r.skip(pt & 7);
+            }
+            r.leave(po);
+          } else r.skip(nt & 7);
+        }
+        r.leave(o);
+      } else if (wt === WIRE_LEN && field === 6) {
+        // LinuxPodSandboxStatus { namespaces = 1 { options = 2 { network = 1 } } }
+        const e = r.lenEnd();
+        const o = r.enter(e);
+        while (r.pos < e) {
+          const lt = r.varint32();
+          if (lt !== ((1 << 3) | WIRE_LEN)) {
+            r.skip(lt & 7);
             continue;
           }
-          const oe = r.lenEnd();
-          while (r.pos < oe) {
-            const ot = r.varint32();
-            if (ot === ((1 << 3) | WIRE_VARINT)) hostNetwork = r.varint32() === NAMESPACE_NODE;
-            else r.skip(ot & 7);
+          const ne = r.lenEnd();
+          const no = r.enter(ne);
+          while (r.pos < ne) {
+            const nt = r.varint32();
+            if (nt !== ((2 << 3) | WIRE_LEN)) {
+              r.skip(nt & 7);
+              continue;
+            }
+            const oe = r.lenEnd();
+            const oo = r.enter(oe);
+            while (r.pos < oe) {
+              const ot = r.varint32();
+              if (ot === ((1 << 3) | WIRE_VARINT)) hostNetwork = r.varint32() === NAMESPACE_NODE;
+              else r.skip(ot & 7);
+            }
+            r.leave(oo);
           }
+          r.leave(no);
         }
-      }
-    } else if (wt === WIRE_LEN && field === 7) mapEntry(r, r.lenEnd(), lbl);
-    else if (wt === WIRE_LEN && field === 8) mapEntry(r, r.lenEnd(), ann);
-    else r.skip(wt);
+        r.leave(o);
+      } else if (wt === WIRE_LEN && field === 7) mapEntry(r, r.lenEnd(), lbl);
+      else if (wt === WIRE_LEN && field === 8) mapEntry(r, r.lenEnd(), ann);
+      else r.skip(wt);
+    }
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandboxStatus', SANDBOX_STATUS_FIELDS, field);
   }
+  r.leave(outer);
   return {
     id,
     state: state === 0 ? 'ready' : 'notready',

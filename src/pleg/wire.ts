@@ -13,34 +13,73 @@ import {
   hashBytes,
   type RecordStore,
 } from './records.js';
+import { KubeletError } from '../util/errors.js';
 
 export const WIRE_VARINT = 0;
 export const WIRE_I64 = 1;
 export const WIRE_LEN = 2;
 export const WIRE_I32 = 5;
 
-/** A malformed message: the response is not what the proto says. */
-export class WireFormatError extends Error {
-  override readonly name = 'WireFormatError';
+/**
+ * A malformed message: the response is not what the proto says. `path` names where, outermost
+ * first (`ListContainersResponse.containers[3]`, `Container.labels`); `offset` is the byte.
+ */
+export class WireFormatError extends KubeletError {
+  readonly reason: string;
+  readonly offset: number;
+  readonly path: readonly string[];
+
+  constructor(reason: string, offset: number, path: readonly string[] = []) {
+    super('ERR_CRI_WIRE_FORMAT', `${path.length > 0 ? `${path.join(' > ')}: ` : ''}${reason} at byte ${offset}`);
+    this.reason = reason;
+    this.offset = offset;
+    this.path = path;
+  }
+
+  /** The same error seen from the enclosing message's field. */
+  within(where: string): WireFormatError {
+    return new WireFormatError(this.reason, this.offset, [where, ...this.path]);
+  }
 }
 
-/** Cursor over one buffer; one instance per decode, reused field to field. */
+/**
+ * What a decoder rethrows from its catch: a WireFormatError with `Message.field` prefixed to its
+ * path; anything else unchanged (it is a decoder bug, not a bad frame, and must stay visible).
+ */
+export function wireErrorAt(err: unknown, message: string, fields: Readonly<Record<number, string>>, field: number): unknown {
+  if (!(err instanceof WireFormatError)) return err;
+  return err.within(field >= 0 ? `${message}.${fields[field] ?? `field${field}`}` : message);
+}
+
+/**
+ * Cursor over one buffer; one instance per decode, reused field to field. No read goes past
+ * `limit`, the end of the (sub)message being read: a nested message narrows it with enter().
+ */
 export class Reader {
-  pos = 0;
-  constructor(readonly buf: Buffer) {}
+  pos: number;
+  limit: number;
+
+  constructor(
+    readonly buf: Buffer,
+    pos = 0,
+    limit = buf.length,
+  ) {
+    this.pos = pos;
+    this.limit = limit;
+  }
 
   varint32(): number {
     const buf = this.buf;
     let result = 0;
     let shift = 0;
     for (;;) {
-      if (this.pos >= buf.length) throw new WireFormatError('truncated varint');
+      if (this.pos >= this.limit) throw new WireFormatError('truncated varint', this.pos);
       const b = buf[this.pos++]!;
       if (shift < 28) result |= (b & 0x7f) << shift;
       else if (shift === 28) result |= (b & 0x0f) << 28; // upper bits of a 64-bit varint are dropped
       if (b < 0x80) return result >>> 0;
       shift += 7;
-      if (shift > 63) throw new WireFormatError('varint too long');
+      if (shift > 63) throw new WireFormatError('varint too long', this.pos);
     }
   }
 
@@ -50,13 +89,13 @@ export class Reader {
     let result = 0;
     let mul = 1;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= buf.length) throw new WireFormatError('truncated varint');
+      if (this.pos >= this.limit) throw new WireFormatError('truncated varint', this.pos);
       const b = buf[this.pos++]!;
       result += (b & 0x7f) * mul;
       if (b < 0x80) return i === 9 ? 0 : result;
       mul *= 128;
     }
-    throw new WireFormatError('varint too long');
+    throw new WireFormatError('varint too long', this.pos);
   }
 
   /** An int64 varint of nanoseconds as whole milliseconds, exactly (0 for 0 or negative). */
@@ -66,7 +105,7 @@ export class Reader {
     let hi = 0;
     let shift = 0;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= buf.length) throw new WireFormatError('truncated varint');
+      if (this.pos >= this.limit) throw new WireFormatError('truncated varint', this.pos);
       const b = buf[this.pos++]!;
       const bits = b & 0x7f;
       if (shift < 28) lo |= bits << shift;
@@ -81,33 +120,53 @@ export class Reader {
       }
       shift += 7;
     }
-    throw new WireFormatError('varint too long');
+    throw new WireFormatError('varint too long', this.pos);
   }
 
   /** Start of a length-delimited field; the end is returned, the cursor left at the start. */
   lenEnd(): number {
+    const at = this.pos;
     const len = this.varint32();
     const end = this.pos + len;
-    if (end > this.buf.length) throw new WireFormatError('length past the end of the message');
+    if (end > this.limit) throw new WireFormatError(`length ${len} past the end of the message`, at);
     return end;
+  }
+
+  /**
+   * Narrows reads to the nested message ending at `end` (from lenEnd()); returns the outer
+   * limit, restored with leave() once the cursor is at `end`.
+   */
+  enter(end: number): number {
+    const outer = this.limit;
+    this.limit = end;
+    return outer;
+  }
+
+  leave(outer: number): void {
+    this.limit = outer;
   }
 
   skip(wireType: number): void {
     switch (wireType) {
       case WIRE_VARINT:
-        while (this.buf[this.pos++]! >= 0x80) if (this.pos >= this.buf.length) throw new WireFormatError('truncated varint');
-        return;
+        for (;;) {
+          if (this.pos >= this.limit) throw new WireFormatError('truncated varint', this.pos);
+          if (this.buf[this.pos++]! < 0x80) return;
+        }
       case WIRE_I64:
+        if (this.pos + 8 > this.limit) throw new WireFormatError('truncated fixed64', this.pos);
         this.pos += 8;
         return;
       case WIRE_LEN:
         this.pos = this.lenEnd();
         return;
       case WIRE_I32:
+        if (this.pos + 4 > this.limit) throw new WireFormatError('truncated fixed32', this.pos);
         this.pos += 4;
         return;
       default:
-        throw new WireFormatError(`unsupported wire type ${wireType}`);
+        // 3 and 4 are the deprecated groups no runtime.v1 message uses; 6 and 7 do not exist
+        throw new WireFormatError(`unsupported wire type ${wireType}`, this.pos);
     }
   }
 }
@@ -188,63 +247,125 @@ interface ListShape {
   stateNames: readonly RecordState[];
   unknownState: RecordState;
   create: typeof newContainer;
+  /** For errors: the response, its repeated field, the item message and the item's field names. */
+  response: string;
+  items: string;
+  item: string;
+  fields: Readonly<Record<number, string>>;
 }
 
 /**
  * Marks every item of a list response in the store as listed in generation `gen` with its
  * state; creates records (state non-existent) for ids it does not know. Only the id and the
- * state are read for a known id.
+ * state are read for a known id. A malformed response throws WireFormatError (items before
+ * the bad one are marked already; the relist that failed is not used).
  */
 function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, shape: ListShape): void {
   const t0 = performance.now();
   const r = new Reader(buf);
   stats.bytes += buf.length;
-  while (r.pos < buf.length) {
-    const tag = r.varint32();
-    if (tag !== ((1 << 3) | WIRE_LEN)) {
-      r.skip(tag & 7);
-      continue;
-    }
-    const end = r.lenEnd();
-    const start = r.pos;
-    let idStart = -1;
-    let idEnd = -1;
-    let state = 0;
-    while (r.pos < end) {
-      const t = r.varint32();
-      const field = t >>> 3;
-      if (field === 1 && (t & 7) === WIRE_LEN) {
-        idEnd = r.lenEnd();
-        idStart = r.pos;
-        r.pos = idEnd;
-      } else if (field === shape.stateField && (t & 7) === WIRE_VARINT) {
-        state = r.varint32();
-      } else {
-        r.skip(t & 7);
+  let index = 0;
+  // the response's field being read, and the item's field in the loop below (-1 outside it;
+  // create() names its own)
+  let top = -1;
+  let field = -1;
+  try {
+    while (r.pos < buf.length) {
+      const tag = r.varint32();
+      top = tag >>> 3;
+      if (tag !== ((1 << 3) | WIRE_LEN)) {
+        r.skip(tag & 7);
+        continue;
       }
-    }
-    stats.items++;
-    if (idStart >= 0) {
-      const hash = hashBytes(buf, idStart, idEnd);
-      const rec = store.findBytes(buf, idStart, idEnd, hash);
-      const listed = shape.stateNames[state] ?? shape.unknownState;
-      if (rec) {
-        rec.listGen = gen;
-        rec.listState = listed;
-      } else {
-        r.pos = start;
-        shape.create(r, end, store, gen, listed, hash, idStart, idEnd, stats);
+      const end = r.lenEnd();
+      const outer = r.enter(end);
+      const start = r.pos;
+      let idStart = -1;
+      let idEnd = -1;
+      let state = 0;
+      while (r.pos < end) {
+        const t = r.varint32();
+        field = t >>> 3;
+        if (field === 1 && (t & 7) === WIRE_LEN) {
+          idEnd = r.lenEnd();
+          idStart = r.pos;
+          r.pos = idEnd;
+        } else if (field === shape.stateField && (t & 7) === WIRE_VARINT) {
+          state = r.varint32();
+        } else {
+          r.skip(t & 7);
+        }
       }
+      field = -1;
+      stats.items++;
+      if (idStart >= 0) {
+        const hash = hashBytes(buf, idStart, idEnd);
+        const rec = store.findBytes(buf, idStart, idEnd, hash);
+        const listed = shape.stateNames[state] ?? shape.unknownState;
+        if (rec) {
+          rec.listGen = gen;
+          rec.listState = listed;
+        } else {
+          r.pos = start;
+          shape.create(r, end, store, gen, listed, hash, idStart, idEnd, stats);
+        }
+      }
+      r.leave(outer);
+      r.pos = end;
+      index++;
     }
-    r.pos = end;
+  } catch (err) {
+    if (!(err instanceof WireFormatError)) throw err;
+    if (top !== 1) throw err.within(`${shape.response}.${top < 0 ? shape.items : `field${top}`}`);
+    const where = `${shape.response}.${shape.items}[${index}]`;
+    throw field >= 0 ? err.within(`${shape.item}.${shape.fields[field] ?? `field${field}`}`).within(where) : err.within(where);
+  } finally {
+    stats.decodeMs += performance.now() - t0;
   }
-  stats.decodeMs += performance.now() - t0;
 }
 
 /** ListContainersResponse into the store (Container.state is field 6). */
 export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
   decodeList(buf, store, gen, stats, CONTAINER_LIST);
 }
+
+/** A map<string,string> entry's key and value bounds, the cursor at the entry's start, up to `end`. */
+interface EntryBounds {
+  kS: number;
+  kE: number;
+  vS: number;
+  vE: number;
+}
+
+function entryBounds(r: Reader, end: number, e: EntryBounds): void {
+  e.kS = e.kE = e.vS = e.vE = 0;
+  const outer = r.enter(end);
+  while (r.pos < end) {
+    const et = r.varint32();
+    if (et === ((1 << 3) | WIRE_LEN)) {
+      e.kE = r.lenEnd();
+      e.kS = r.pos;
+      r.pos = e.kE;
+    } else if (et === ((2 << 3) | WIRE_LEN)) {
+      e.vE = r.lenEnd();
+      e.vS = r.pos;
+      r.pos = e.vE;
+    } else r.skip(et & 7);
+  }
+  r.leave(outer);
+}
+
+const CONTAINER_FIELDS: Readonly<Record<number, string>> = {
+  1: 'id',
+  2: 'pod_sandbox_id',
+  3: 'metadata',
+  4: 'image',
+  5: 'image_ref',
+  6: 'state',
+  7: 'created_at',
+  8: 'labels',
+  9: 'annotations',
+};
 
 function newContainer(
   r: Reader,
@@ -265,50 +386,43 @@ function newContainer(
   let podName = '';
   let podNamespace = '';
   let containerName = '';
-  while (r.pos < end) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    const wt = t & 7;
-    if (field === 3 && wt === WIRE_LEN) {
-      // ContainerMetadata { name = 1; attempt = 2 }
-      const mEnd = r.lenEnd();
-      while (r.pos < mEnd) {
-        const mt = r.varint32();
-        if (mt === ((1 << 3) | WIRE_LEN)) {
-          const e = r.lenEnd();
-          metaName = str(buf, r.pos, e);
-          r.pos = e;
-        } else if (mt === ((2 << 3) | WIRE_VARINT)) attempt = r.varint32();
-        else r.skip(mt & 7);
+  const entry: EntryBounds = { kS: 0, kE: 0, vS: 0, vE: 0 };
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      const wt = t & 7;
+      if (field === 3 && wt === WIRE_LEN) {
+        // ContainerMetadata { name = 1; attempt = 2 }
+        const mEnd = r.lenEnd();
+        const outer = r.enter(mEnd);
+        while (r.pos < mEnd) {
+          const mt = r.varint32();
+          if (mt === ((1 << 3) | WIRE_LEN)) {
+            const e = r.lenEnd();
+            metaName = str(buf, r.pos, e);
+            r.pos = e;
+          } else if (mt === ((2 << 3) | WIRE_VARINT)) attempt = r.varint32();
+          else r.skip(mt & 7);
+        }
+        r.leave(outer);
+      } else if (field === 7 && wt === WIRE_VARINT) {
+        createdAt = Math.floor(r.varint64() / 1e6);
+      } else if (field === 8 && wt === WIRE_LEN) {
+        // map<string,string> labels: each entry { key = 1; value = 2 }
+        entryBounds(r, r.lenEnd(), entry);
+        const { kS, kE, vS, vE } = entry;
+        if (bytesEqual(buf, kS, kE, KEY_POD_UID)) uid = str(buf, vS, vE);
+        else if (bytesEqual(buf, kS, kE, KEY_POD_NAME)) podName = str(buf, vS, vE);
+        else if (bytesEqual(buf, kS, kE, KEY_POD_NAMESPACE)) podNamespace = str(buf, vS, vE);
+        else if (bytesEqual(buf, kS, kE, KEY_CONTAINER_NAME)) containerName = str(buf, vS, vE);
+      } else {
+        r.skip(wt);
       }
-    } else if (field === 7 && wt === WIRE_VARINT) {
-      createdAt = Math.floor(r.varint64() / 1e6);
-    } else if (field === 8 && wt === WIRE_LEN) {
-      // map<string,string> labels: each entry { key = 1; value = 2 }
-      const eEnd = r.lenEnd();
-      let kS = 0;
-      let kE = 0;
-      let vS = 0;
-      let vE = 0;
-      while (r.pos < eEnd) {
-        const et = r.varint32();
-        if (et === ((1 << 3) | WIRE_LEN)) {
-          kE = r.lenEnd();
-          kS = r.pos;
-          r.pos = kE;
-        } else if (et === ((2 << 3) | WIRE_LEN)) {
-          vE = r.lenEnd();
-          vS = r.pos;
-          r.pos = vE;
-        } else r.skip(et & 7);
-      }
-      if (bytesEqual(buf, kS, kE, KEY_POD_UID)) uid = str(buf, vS, vE);
-      else if (bytesEqual(buf, kS, kE, KEY_POD_NAME)) podName = str(buf, vS, vE);
-      else if (bytesEqual(buf, kS, kE, KEY_POD_NAMESPACE)) podNamespace = str(buf, vS, vE);
-      else if (bytesEqual(buf, kS, kE, KEY_CONTAINER_NAME)) containerName = str(buf, vS, vE);
-    } else {
-      r.skip(wt);
     }
+  } catch (err) {
+    throw wireErrorAt(err, 'Container', CONTAINER_FIELDS, field);
   }
   if (!uid) {
     // not created by a kubelet: no pod to attribute it to
@@ -339,25 +453,44 @@ export interface SandboxMeta {
   attempt: number;
 }
 
-/** PodSandboxMetadata { name = 1; uid = 2; namespace = 3; attempt = 4 } up to `end`. */
+const SANDBOX_METADATA_FIELDS: Readonly<Record<number, string>> = { 1: 'name', 2: 'uid', 3: 'namespace', 4: 'attempt' };
+
+/** PodSandboxMetadata { name = 1; uid = 2; namespace = 3; attempt = 4 } from the cursor up to `end`. */
 export function sandboxMetadata(r: Reader, end: number): SandboxMeta {
   const m: SandboxMeta = { name: '', uid: '', namespace: '', attempt: 0 };
-  while (r.pos < end) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    if ((t & 7) === WIRE_LEN && field >= 1 && field <= 3) {
-      const e = r.lenEnd();
-      const v = str(r.buf, r.pos, e);
-      r.pos = e;
-      if (field === 1) m.name = v;
-      else if (field === 2) m.uid = v;
-      else m.namespace = v;
-    } else if (field === 4 && (t & 7) === WIRE_VARINT) {
-      m.attempt = r.varint32();
-    } else r.skip(t & 7);
+  const outer = r.enter(end);
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      if ((t & 7) === WIRE_LEN && field >= 1 && field <= 3) {
+        const e = r.lenEnd();
+        const v = str(r.buf, r.pos, e);
+        r.pos = e;
+        if (field === 1) m.name = v;
+        else if (field === 2) m.uid = v;
+        else m.namespace = v;
+      } else if (field === 4 && (t & 7) === WIRE_VARINT) {
+        m.attempt = r.varint32();
+      } else r.skip(t & 7);
+    }
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandboxMetadata', SANDBOX_METADATA_FIELDS, field);
   }
+  r.leave(outer);
   return m;
 }
+
+const SANDBOX_FIELDS: Readonly<Record<number, string>> = {
+  1: 'id',
+  2: 'metadata',
+  3: 'state',
+  4: 'created_at',
+  5: 'labels',
+  6: 'annotations',
+  7: 'runtime_handler',
+};
 
 function newSandbox(
   r: Reader,
@@ -376,40 +509,29 @@ function newSandbox(
   let labelUid = '';
   let labelName = '';
   let labelNamespace = '';
-  while (r.pos < end) {
-    const t = r.varint32();
-    const field = t >>> 3;
-    const wt = t & 7;
-    if (field === 2 && wt === WIRE_LEN) {
-      const e = r.lenEnd();
-      meta = sandboxMetadata(r, e);
-      r.pos = e;
-    } else if (field === 4 && wt === WIRE_VARINT) {
-      createdAt = Math.floor(r.varint64() / 1e6);
-    } else if (field === 5 && wt === WIRE_LEN) {
-      const eEnd = r.lenEnd();
-      let kS = 0;
-      let kE = 0;
-      let vS = 0;
-      let vE = 0;
-      while (r.pos < eEnd) {
-        const et = r.varint32();
-        if (et === ((1 << 3) | WIRE_LEN)) {
-          kE = r.lenEnd();
-          kS = r.pos;
-          r.pos = kE;
-        } else if (et === ((2 << 3) | WIRE_LEN)) {
-          vE = r.lenEnd();
-          vS = r.pos;
-          r.pos = vE;
-        } else r.skip(et & 7);
+  const entry: EntryBounds = { kS: 0, kE: 0, vS: 0, vE: 0 };
+  let field = -1;
+  try {
+    while (r.pos < end) {
+      const t = r.varint32();
+      field = t >>> 3;
+      const wt = t & 7;
+      if (field === 2 && wt === WIRE_LEN) {
+        meta = sandboxMetadata(r, r.lenEnd());
+      } else if (field === 4 && wt === WIRE_VARINT) {
+        createdAt = Math.floor(r.varint64() / 1e6);
+      } else if (field === 5 && wt === WIRE_LEN) {
+        entryBounds(r, r.lenEnd(), entry);
+        const { kS, kE, vS, vE } = entry;
+        if (bytesEqual(buf, kS, kE, KEY_POD_UID)) labelUid = str(buf, vS, vE);
+        else if (bytesEqual(buf, kS, kE, KEY_POD_NAME)) labelName = str(buf, vS, vE);
+        else if (bytesEqual(buf, kS, kE, KEY_POD_NAMESPACE)) labelNamespace = str(buf, vS, vE);
+      } else {
+        r.skip(wt);
       }
-      if (bytesEqual(buf, kS, kE, KEY_POD_UID)) labelUid = str(buf, vS, vE);
-      else if (bytesEqual(buf, kS, kE, KEY_POD_NAME)) labelName = str(buf, vS, vE);
-      else if (bytesEqual(buf, kS, kE, KEY_POD_NAMESPACE)) labelNamespace = str(buf, vS, vE);
-    } else {
-      r.skip(wt);
     }
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandbox', SANDBOX_FIELDS, field);
   }
   // upstream takes a sandbox's pod from its metadata; the labels are the fallback
   const uid = meta?.uid || labelUid;
@@ -439,5 +561,23 @@ function newSandbox(
   stats.created++;
 }
 
-const CONTAINER_LIST: ListShape = { stateField: 6, stateNames: CONTAINER_STATE_NAMES, unknownState: 'CONTAINER_UNKNOWN', create: newContainer };
-const SANDBOX_LIST: ListShape = { stateField: 3, stateNames: SANDBOX_STATE_NAMES, unknownState: 'SANDBOX_NOTREADY', create: newSandbox };
+const CONTAINER_LIST: ListShape = {
+  stateField: 6,
+  stateNames: CONTAINER_STATE_NAMES,
+  unknownState: 'CONTAINER_UNKNOWN',
+  create: newContainer,
+  response: 'ListContainersResponse',
+  items: 'containers',
+  item: 'Container',
+  fields: CONTAINER_FIELDS,
+};
+const SANDBOX_LIST: ListShape = {
+  stateField: 3,
+  stateNames: SANDBOX_STATE_NAMES,
+  unknownState: 'SANDBOX_NOTREADY',
+  create: newSandbox,
+  response: 'ListPodSandboxResponse',
+  items: 'items',
+  item: 'PodSandbox',
+  fields: SANDBOX_FIELDS,
+};

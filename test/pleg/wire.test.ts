@@ -241,3 +241,63 @@ test('lean status decoders give what the protobufjs path gives', async () => {
   assert.equal(decodeContainerStatusResponse(defs.runtime.ContainerStatus!.responseSerialize({ info: {} }), 'containerd'), null);
   assert.deepEqual(defs.runtime.ContainerStatus!.requestDeserialize(encodeIdRequest(id(42))), { container_id: id(42), verbose: false });
 });
+
+// ---- bad frames: each was accepted silently (or read past its message) before every read was bounds-checked ----
+
+/** A WireFormatError naming `path` (outermost first) with `reason`. */
+function rejects(decode: () => unknown, path: string[], reason: RegExp): void {
+  assert.throws(decode, (err: unknown) => {
+    assert.ok(err instanceof WireFormatError, `not a WireFormatError: ${String(err)}`);
+    assert.equal(err.code, 'ERR_CRI_WIRE_FORMAT');
+    assert.deepEqual(err.path, path);
+    assert.match(err.reason, reason);
+    assert.match(err.message, new RegExp(path.map((p) => p.replace(/[[\].]/g, '\\$&')).join(' > ')));
+    return true;
+  });
+}
+
+test('a truncated fixed64 at the end of a list frame is a WireFormatError naming the field', async () => {
+  const buf = await encodeContainers([container(1, 'CONTAINER_RUNNING')]);
+  const bad = Buffer.concat([buf, Buffer.from([(15 << 3) | 1, 1, 2, 3])]);
+  rejects(() => decodeContainerList(bad, new RecordStore(), 1, emptyListStats()), ['ListContainersResponse.field15'], /truncated fixed64/);
+});
+
+test('a fixed32 running past the end of its container (into the next) is a WireFormatError, not a silent skip', async () => {
+  const one = await encodeContainers([container(1, 'CONTAINER_RUNNING')]);
+  const two = await encodeContainers([container(2, 'CONTAINER_RUNNING')]);
+  // container 1's body with a fixed32 field that has two of its four bytes
+  const body = Buffer.concat([one.subarray(3), Buffer.from([(15 << 3) | 5, 0xaa, 0xbb])]);
+  const item = Buffer.from([0x0a, ...varint(body.length), ...body]);
+  // the body starts after field 1's tag and its (2-byte) length
+  assert.equal(one[0], 0x0a);
+  assert.ok(one[2]! < 0x80 && one[1]! >= 0x80);
+  const store = new RecordStore();
+  rejects(() => decodeContainerList(Buffer.concat([item, two]), store, 1, emptyListStats()), ['ListContainersResponse.containers[0]', 'Container.field15'], /truncated fixed32/);
+});
+
+test("a label whose length runs past its container's end is a WireFormatError naming Container.labels", async () => {
+  const two = await encodeContainers([container(2, 'CONTAINER_RUNNING')]);
+  const body = Buffer.from([...strField(1, id(9)), ...varint((8 << 3) | 2), 40, ...strField(1, 'io.kubernetes.pod.uid')]);
+  const item = Buffer.from([0x0a, ...varint(body.length), ...body]);
+  rejects(() => decodeContainerList(Buffer.concat([item, two]), new RecordStore(), 1, emptyListStats()), ['ListContainersResponse.containers[0]', 'Container.labels'], /length 40 past the end/);
+});
+
+test('a varint field whose value is missing (the tag ends the status) is a WireFormatError', async () => {
+  const { decodeContainerStatusResponse } = await import('../../src/pleg/wire-status.js');
+  const status = Buffer.from([...strField(1, id(3)), ...varint(20 << 3)]);
+  const buf = Buffer.from(lenField(1, status));
+  rejects(() => decodeContainerStatusResponse(buf, 'containerd'), ['ContainerStatusResponse.status', 'ContainerStatus.field20'], /truncated varint/);
+});
+
+test('a truncated fixed64 in an event, and in a sandbox status it carries, is a WireFormatError', () => {
+  const head = [...strField(1, id(8)), ...varint(2 << 3), 1];
+  rejects(() => decodeContainerEvent(Buffer.from([...head, (9 << 3) | 1, 1, 2])), ['ContainerEventResponse.field9'], /truncated fixed64/);
+  // sandbox status in field 4 (newer CRI) whose metadata holds a fixed64 cut by the status's end
+  const metadata = [...strField(1, 'web-0'), ...strField(2, 'u-1'), (9 << 3) | 1, 1, 2, 3];
+  const status = [...strField(1, id(80)), ...lenField(2, metadata), ...varint(3 << 3), 0];
+  rejects(
+    () => decodeContainerEvent(Buffer.from([...head, ...lenField(4, status)])),
+    ['ContainerEventResponse.pod_sandbox_status', 'PodSandboxStatus.metadata', 'PodSandboxMetadata.field9'],
+    /truncated fixed64/,
+  );
+});

@@ -5,6 +5,8 @@
 
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { KubeletError } from '../util/errors.js';
 import { ChurnGenerator } from './churn.js';
 import { SimCgroupTree } from './cgroup-tree.js';
 import { SimRuntime } from './sim-runtime.js';
@@ -45,8 +47,11 @@ export interface SimRuntimeFlags {
   eventShape: SimEventShape;
 }
 
-export class SimRuntimeFlagError extends Error {
-  override readonly name = 'SimRuntimeFlagError';
+/** A bad flag of `kubelet-ts sim-runtime`; the message names the flag. */
+export class SimRuntimeFlagError extends KubeletError {
+  constructor(message: string) {
+    super('ERR_SIM_RUNTIME_FLAG', message);
+  }
 }
 
 /** Parses the flags (`--flag value` or `--flag=value`). */
@@ -181,6 +186,10 @@ export async function simRuntimeMain(argv: readonly string[]): Promise<number> {
     `kubelet-ts sim-runtime: SIMULATED CRI runtime serving ${handle.server.endpoint} ` +
       `(${counts.sandboxes} sandboxes, ${counts.containers} containers, churn ${handle.churn.rate.toFixed(1)} events/s)\n`,
   );
+  // the simulator's own event-loop delay, reported with each `stats` (and reset): what its
+  // event send times owe to its process not running (a loaded machine) rather than to its work
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (): void => {
@@ -189,6 +198,7 @@ export async function simRuntimeMain(argv: readonly string[]): Promise<number> {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       process.off('message', onMessage);
+      loopDelay.disable();
       void handle.stop().then(() => resolve(0));
     };
     const onMessage = (m: SimControlMessage): void => {
@@ -205,7 +215,11 @@ export async function simRuntimeMain(argv: readonly string[]): Promise<number> {
             calls: Object.fromEntries(handle.server.calls),
             lastListBytes: { ...handle.server.lastListBytes },
             eventStreams: handle.server.eventStreams(),
+            eventSendLagsMs: handle.server.takeEventSendLags(),
+            loopDelayP99Ms: loopDelay.count ? loopDelay.percentile(99) / 1e6 : 0,
+            loopDelayMaxMs: loopDelay.count ? loopDelay.max / 1e6 : 0,
           });
+          loopDelay.reset();
           break;
         case 'drop-streams':
           handle.server.dropEventStreams();

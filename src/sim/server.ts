@@ -7,8 +7,8 @@
 
 import { rm } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { criDefinitions } from '../cri-client.js';
-import type { PodSandboxConfig, ContainerConfig } from '../cri-types.js';
+import { criDefinitions } from '../runtime/cri-client.js';
+import type { PodSandboxConfig, ContainerConfig } from '../runtime/cri-types.js';
 import {
   SIM_RUNTIME_NAME,
   SIM_RUNTIME_VERSION,
@@ -45,6 +45,11 @@ export interface SimRuntimeServer {
   eventStreams(): number;
   /** Ends every open event stream with UNAVAILABLE (a runtime restart, as the client sees it). */
   dropEventStreams(): void;
+  /**
+   * Per event sent since the last call: ms from its timestamp (created_at) to its bytes being
+   * written to the socket, the simulator's own share of an event's delivery time.
+   */
+  takeEventSendLags(): number[];
   close(): Promise<void>;
 }
 
@@ -161,6 +166,7 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
   const lastListBytes = { containers: 0, sandboxes: 0 };
   const streams = new Set<grpc.ServerWritableStream<unknown, SimContainerEvent | Buffer>>();
   const state = { eventShape: opts.eventShape ?? ('status' as SimEventShape) };
+  const sendLags: number[] = [];
 
   // Single-element list responses, concatenated per request (see the file comment).
   const listContainers = runtimeSvc.ListContainers!;
@@ -210,7 +216,7 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     out[at++] = 0x18;
     at += created.copy(out, at);
     for (const [field, b] of nested) {
-      if (b[0] !== 0x0a) throw new Error('sim: expected a response encoding with field 1 first');
+      if (b[0] !== 0x0a) throw new SimRuntimeError('UNKNOWN', `sim: event field ${field}: expected a response encoding with field 1 first`);
       out[at++] = (field << 3) | 2;
       at += b.copy(out, at, 1);
     }
@@ -304,7 +310,10 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
       call.sendMetadata(new grpc.Metadata());
       const unsubscribe = runtime.subscribe((e) => {
         if (call.cancelled || !call.writable) return;
-        call.write(state.eventShape === 'status' ? encodeStatusEvent(e) : { ...e, sandbox: undefined });
+        const createdMs = Number(BigInt(e.created_at) / 1000n) / 1000;
+        call.write(state.eventShape === 'status' ? encodeStatusEvent(e) : { ...e, sandbox: undefined }, () => {
+          if (sendLags.length < 100_000) sendLags.push(performance.timeOrigin + performance.now() - createdMs);
+        });
       });
       const done = (): void => {
         unsubscribe();
@@ -363,6 +372,11 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     })),
   };
 
+  // Status encodings are cached until the object changes; encoding them all now keeps the first
+  // events about each pod (which carry its statuses) from paying for it while they are timed.
+  for (const sb of runtime.sandboxes.values()) encodeSandboxStatus(sb);
+  for (const c of runtime.containers.values()) encodeContainerStatus(c);
+
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   server.addService(service, runtimeImpl);
   server.addService(imageSvc, imageImpl);
@@ -384,6 +398,7 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     calls,
     lastListBytes,
     eventStreams: () => streams.size,
+    takeEventSendLags: () => sendLags.splice(0),
     dropEventStreams(): void {
       for (const call of [...streams]) {
         streams.delete(call);

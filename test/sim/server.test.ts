@@ -5,21 +5,21 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CriClient, CriError } from '../../../src/runtime/cri-client.js';
-import { SIM_RUNTIME_NAME, SimRuntime } from '../../../src/runtime/sim/sim-runtime.js';
-import { startSimRuntimeServer, type SimRuntimeServer } from '../../../src/runtime/sim/server.js';
-import { parseSimRuntimeFlags, SimRuntimeFlagError } from '../../../src/runtime/sim/cli.js';
-import { ChurnGenerator } from '../../../src/runtime/sim/churn.js';
-import { LeanCriLister } from '../../../src/pleg/relist-source.js';
-import { RecordStore } from '../../../src/pleg/records.js';
-import { GenericPLEG } from '../../../src/pleg/generic.js';
-import { PodCache } from '../../../src/pleg/cache.js';
-import type { PodLifecycleEvent } from '../../../src/pleg/types.js';
-import type { ContainerEvent } from '../../../src/pleg/wire-event.js';
-import type { ContainerEventResponse } from '../../../src/runtime/cri-types.js';
-import * as labels from '../../../src/runtime/labels.js';
-import { realClock } from '../../../src/util/clock.js';
-import { createLogger } from '../../../src/util/log.js';
+import { CriClient, CriError } from '../../src/runtime/cri-client.js';
+import { SIM_RUNTIME_NAME, SimRuntime } from '../../src/sim/sim-runtime.js';
+import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
+import { parseSimRuntimeFlags, SimRuntimeFlagError } from '../../src/sim/cli.js';
+import { ChurnGenerator } from '../../src/sim/churn.js';
+import { LeanCriLister } from '../../src/pleg/relist-source.js';
+import { RecordStore } from '../../src/pleg/records.js';
+import { GenericPLEG } from '../../src/pleg/generic.js';
+import { PodCache } from '../../src/pleg/cache.js';
+import type { PodLifecycleEvent } from '../../src/pleg/types.js';
+import type { ContainerEvent } from '../../src/pleg/wire-event.js';
+import type { ContainerEventResponse } from '../../src/runtime/cri-types.js';
+import * as labels from '../../src/runtime/labels.js';
+import { realClock } from '../../src/util/clock.js';
+import { createLogger } from '../../src/util/log.js';
 
 async function withServer(fn: (s: SimRuntimeServer, cri: CriClient, dir: string) => Promise<void>, populate = 30): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'kts-sim-'));
@@ -89,6 +89,34 @@ test('the kubelet-side calls drive the model: run, create, start, stop, remove',
     await cri.removeContainer(created.container_id);
     await cri.removePodSandbox(sb.pod_sandbox_id);
     assert.equal(s.runtime.sandboxes.has(sb.pod_sandbox_id), false);
+  });
+});
+
+test('the server encodes every status before it serves: the first event about a pod does not pay for it', async () => {
+  await withServer(async (s) => {
+    for (const sb of s.runtime.sandboxes.values()) assert.ok(sb.statusEncoded, `sandbox ${sb.id}`);
+    for (const c of s.runtime.containers.values()) assert.ok(c.statusEncoded, `container ${c.id}`);
+  });
+});
+
+test('each event sent is timed from its timestamp to its bytes written (the simulator\'s share of delivery)', async () => {
+  await withServer(async (s) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const got: ContainerEvent[] = [];
+    const h = lister.openContainerEvents({ onReady: () => undefined, onEvent: (e) => got.push(e), onEnd: () => undefined });
+    try {
+      while (s.eventStreams() === 0) await new Promise((r) => setTimeout(r, 5));
+      const [c] = s.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
+      s.runtime.exitContainer(c!.id, 1, 'Error');
+      while (got.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const lags = s.takeEventSendLags();
+      assert.equal(lags.length, 1);
+      assert.ok(lags[0]! > -0.01 && lags[0]! < 10_000, `lag ${lags[0]}`);
+      assert.deepEqual(s.takeEventSendLags(), []);
+    } finally {
+      h.cancel();
+      lister.close();
+    }
   });
 });
 
@@ -241,7 +269,7 @@ test('sim-runtime flags: defaults, forms, and clear errors', () => {
 
 test('the standalone entry serves, answers IPC control messages and stops cleanly', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'kts-sim-main-'));
-  const main = fileURLToPath(new URL('../../../src/runtime/sim/main.js', import.meta.url));
+  const main = fileURLToPath(new URL('../../src/sim/main.js', import.meta.url));
   const child = fork(main, ['--socket', join(dir, 'sim.sock'), '--containers', '12', '--containers-per-pod', '4'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   try {
     const next = (cmd: string): Promise<Record<string, unknown>> =>

@@ -17,6 +17,14 @@ export interface ChurnOptions {
   containersPerPod?: number;
   /** Tick period in ms (default 2: events spread over time as a real node's do, not in bursts). */
   tickMs?: number;
+  /**
+   * Most work one timer tick does (ms, default 1): the events of a tick reach the socket only
+   * when it returns, so a tick catching up after a stall must not hold them for long; what it
+   * leaves undone stays in the budget for the next ticks.
+   */
+  sliceMs?: number;
+  /** Time source for the slice (tests step it); performance.now by default. */
+  workNow?: () => number;
 }
 
 export interface ChurnStats {
@@ -58,7 +66,7 @@ export class ChurnGenerator {
   start(): void {
     if (this.timer) return;
     this.last = performance.now();
-    this.timer = setInterval(() => this.tick(), this.opts.tickMs ?? 2);
+    this.timer = setInterval(() => this.tick(performance.now(), this.opts.sliceMs ?? 1), this.opts.tickMs ?? 2);
     this.timer.unref();
   }
 
@@ -67,17 +75,20 @@ export class ChurnGenerator {
     this.timer = undefined;
   }
 
-  /** Advances by the elapsed time; exposed so tests can step it. */
-  tick(now = performance.now()): void {
+  /** Advances by the elapsed time, working for at most `sliceMs`; exposed so tests can step it. */
+  tick(now = performance.now(), sliceMs = Infinity): void {
     const dt = Math.max(0, now - this.last) / 1000;
     this.last = now;
     if (this.opts.eventsPerSecond <= 0) return;
     // Never bank more than a second of work after a stall.
     this.budget = Math.min(this.budget + dt * this.opts.eventsPerSecond, this.opts.eventsPerSecond);
+    const workNow = this.opts.workNow ?? performance.now.bind(performance);
+    const until = sliceMs === Infinity ? Infinity : workNow() + sliceMs;
     while (this.budget >= 1) {
       const n = this.step();
       if (n === 0) break;
       this.budget -= n;
+      if (until !== Infinity && workNow() >= until) break;
     }
   }
 

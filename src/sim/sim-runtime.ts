@@ -4,7 +4,7 @@
 // container events as containerd 1.6 emits them (sandbox events carry the sandbox id). It runs
 // nothing: it exists for density benchmarks far beyond what a machine can run for real.
 
-import type { Container as ApiContainer, Pod } from '../../api/types.js';
+import type { Container as ApiContainer, Pod } from '../api/types.js';
 import type {
   ContainerConfig,
   ContainerEventType,
@@ -14,20 +14,20 @@ import type {
   PodSandboxMetadata,
   PodSandboxState,
   StringMap,
-} from '../cri-types.js';
-import * as labels from '../labels.js';
+} from '../runtime/cri-types.js';
+import * as labels from '../runtime/labels.js';
+import { KubeletError } from '../util/errors.js';
 
 export const SIM_RUNTIME_NAME = 'kubelet-ts-sim';
 export const SIM_RUNTIME_VERSION = '0.1.0-simulated';
 
-/** A CRI-style error: `code` is the gRPC status the server answers with. */
-export class SimRuntimeError extends Error {
-  override readonly name = 'SimRuntimeError';
-  constructor(
-    readonly code: 'NOT_FOUND' | 'FAILED_PRECONDITION' | 'ALREADY_EXISTS' | 'INVALID_ARGUMENT' | 'UNKNOWN',
-    message: string,
-  ) {
-    super(message);
+export type SimRuntimeErrorCode = 'NOT_FOUND' | 'FAILED_PRECONDITION' | 'ALREADY_EXISTS' | 'INVALID_ARGUMENT' | 'UNKNOWN';
+
+/** A CRI-style error of the simulated runtime: `code` is the gRPC status the server answers with. */
+export class SimRuntimeError extends KubeletError {
+  declare readonly code: SimRuntimeErrorCode;
+  constructor(code: SimRuntimeErrorCode, message: string) {
+    super(code, message);
   }
 }
 

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChurnGenerator } from '../../../src/runtime/sim/churn.js';
-import { SimCgroupTree } from '../../../src/runtime/sim/cgroup-tree.js';
-import { SimRuntime, SimRuntimeError, type SimContainerEvent } from '../../../src/runtime/sim/sim-runtime.js';
-import { FsCgroupReader } from '../../../src/stats/cgroup-fs-reader.js';
-import * as labels from '../../../src/runtime/labels.js';
+import { ChurnGenerator } from '../../src/sim/churn.js';
+import { SimCgroupTree } from '../../src/sim/cgroup-tree.js';
+import { SimRuntime, SimRuntimeError, type SimContainerEvent } from '../../src/sim/sim-runtime.js';
+import { FsCgroupReader } from '../../src/stats/cgroup-fs-reader.js';
+import * as labels from '../../src/runtime/labels.js';
 
 function withEvents(rt: SimRuntime): SimContainerEvent[] {
   const got: SimContainerEvent[] = [];
@@ -178,4 +178,23 @@ test('the synthetic cgroup tree: a started container gets every file the readers
       await rm(root, { recursive: true, force: true });
     }
   }
+});
+
+test('a churn tick catching up works for at most its slice and leaves the rest of the budget to later ticks', () => {
+  const rt = new SimRuntime({ seed: 3 });
+  rt.populate({ containers: 300, containersPerPod: 3 });
+  // each step "takes" 1 ms of work time
+  let work = 0;
+  const churn = new ChurnGenerator(rt, { eventsPerSecond: 500, podReplaceShare: 0, workNow: () => (work += 1) });
+  churn.tick(0);
+  // half a second behind: 250 events owed, but a 3 ms slice does a few steps and returns
+  churn.tick(500, 3);
+  assert.ok(churn.stats.events > 0 && churn.stats.events <= 6, `one slice did ${churn.stats.events} events`);
+  // later ticks work the rest off (without a slice, one tick does it all)
+  for (let t = 502; churn.stats.events < 240 && t < 2000; t += 2) churn.tick(t, 3);
+  assert.ok(churn.stats.events >= 240, `events ${churn.stats.events}`);
+  const unsliced = new ChurnGenerator(rt, { eventsPerSecond: 500, podReplaceShare: 0 });
+  unsliced.tick(0);
+  unsliced.tick(500);
+  assert.ok(unsliced.stats.events >= 249, `unsliced ${unsliced.stats.events}`);
 });

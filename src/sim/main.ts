@@ -1,5 +1,5 @@
 // SIMULATION. Standalone entry of the simulated CRI runtime (what `kubelet-ts sim-runtime`
-// runs), for benchmarks that fork it as a separate process: node dist/src/runtime/sim/main.js
+// runs), for benchmarks that fork it as a separate process: node dist/src/sim/main.js
 import { simRuntimeMain } from './cli.js';
 
 process.exitCode = await simRuntimeMain(process.argv.slice(2));

@@ -6,8 +6,8 @@
 
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cgroupRefFor, V1_CONTROLLERS, type CgroupMounts } from '../../cgroups/index.js';
-import { filesOfRef, type CgroupFileSpec, type CgroupRef } from '../../stats/cgroup-sample.js';
+import { cgroupRefFor, V1_CONTROLLERS, type CgroupMounts } from '../cgroups/index.js';
+import { filesOfRef, type CgroupFileSpec, type CgroupRef } from '../stats/cgroup-sample.js';
 
 export interface SimCgroupTreeOptions {
   /** Directory that stands for /sys/fs/cgroup (tmpfs such as /dev/shm for large trees). */
