@@ -32,7 +32,11 @@ function open(server: TestApiServer, method: string, path: string, o: CallOption
   const headers: Record<string, string> = { Accept: o.accept ?? 'application/json' };
   const token = o.token === undefined ? TOKEN : o.token;
   if (token) headers.Authorization = `Bearer ${token}`;
-  if (o.body !== undefined) headers['Content-Type'] = o.contentType ?? 'application/json';
+  if (o.body !== undefined) {
+    headers['Content-Type'] = o.contentType ?? 'application/json';
+    // node sends a DELETE body unframed unless told its length.
+    headers['Content-Length'] = String(Buffer.byteLength(typeof o.body === 'string' ? o.body : JSON.stringify(o.body)));
+  }
   const common = { method, headers, agent: false as const };
   return url.protocol === 'https:'
     ? httpsRequest(url, { ...common, ca: server.ca?.cert, cert: o.cert?.cert, key: o.cert?.key })
