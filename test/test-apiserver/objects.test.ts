@@ -67,7 +67,7 @@ describe('test API server: objects', () => {
     const p = (await call(s, 'POST', pods, { body: { ...podManifest('graceful'), metadata: { name: 'graceful', finalizers: [] } } })).body;
     const w = await watch(s, `${pods}?watch=true&resourceVersion=${p.metadata.resourceVersion}&fieldSelector=metadata.name%3Dgraceful`);
     const d = await call(s, 'DELETE', pods + '/graceful', { body: { gracePeriodSeconds: 20 } });
-    assert.equal(d.code, 202);
+    assert.equal(d.code, 200);
     assert.equal(d.body.metadata.deletionGracePeriodSeconds, 20);
     assert.equal(Date.parse(d.body.metadata.deletionTimestamp) - Date.parse(d.body.metadata.creationTimestamp) >= 19_000, true);
     assert.equal(d.body.metadata.generation, 2);
