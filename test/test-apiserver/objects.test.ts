@@ -90,6 +90,17 @@ describe('test API server: objects', () => {
     w.close();
   });
 
+  it('fills pod defaults as a default cluster\'s admission does; mirror pods get no service account', async () => {
+    const p = (await call(s, 'POST', pods, { body: podManifest('defaults') })).body;
+    assert.equal(p.spec.serviceAccountName, 'default');
+    assert.deepEqual(p.spec.tolerations.map((t: any) => `${t.key}:${t.effect}:${t.tolerationSeconds}`), ['node.kubernetes.io/not-ready:NoExecute:300', 'node.kubernetes.io/unreachable:NoExecute:300']);
+    assert.deepEqual([p.spec.restartPolicy, p.spec.terminationGracePeriodSeconds, p.spec.containers[0].imagePullPolicy, p.status.qosClass], ['Always', 30, 'IfNotPresent', 'BestEffort']);
+    const m = podManifest('mirror') as any;
+    m.metadata.annotations = { 'kubernetes.io/config.mirror': 'abc' };
+    const mirror = (await call(s, 'POST', pods, { body: m })).body;
+    assert.equal(mirror.spec.serviceAccountName, undefined);
+  });
+
   it('removes an unbound pod at once, whatever the grace period', async () => {
     await call(s, 'POST', pods, { body: podManifest('unbound', '') });
     const d = await call(s, 'DELETE', pods + '/unbound?gracePeriodSeconds=30');
