@@ -109,6 +109,25 @@ spec:
     assert.equal(r3.stdout.trim(), 'pod/web unchanged');
   });
 
+  it('create namespace, configmap, secret, serviceaccount and token (typed clients send protobuf)', async () => {
+    for (const args of [['create', 'ns', 'team'], ['create', 'cm', 'settings', '-n', 'team', '--from-literal=mode=fast'],
+      ['create', 'secret', 'generic', 'creds', '-n', 'team', '--from-literal=password=hunter2'], ['create', 'sa', 'robot', '-n', 'team']]) {
+      const r = await kubectl(args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    assert.ok(s.requests.some((q) => q.method === 'POST' && q.contentType === 'application/vnd.kubernetes.protobuf'));
+    assert.deepEqual(s.get('configmaps', 'team', 'settings')?.data, { mode: 'fast' });
+    assert.equal(Buffer.from(s.get('secrets', 'team', 'creds')!.data.password, 'base64').toString(), 'hunter2');
+    assert.equal(s.get('secrets', 'team', 'creds')!.type, 'Opaque');
+    const tok = await kubectl(['create', 'token', 'robot', '-n', 'team', '--duration=2h']);
+    assert.equal(tok.code, 0, tok.stderr);
+    const claims = JSON.parse(Buffer.from(tok.stdout.trim().split('.')[1], 'base64url').toString());
+    assert.equal(claims.sub, 'system:serviceaccount:team:robot');
+    assert.equal(claims.exp - claims.iat, 7200);
+    const sa = await kubectl(['get', 'sa', '-n', 'team', '-o', 'name']);
+    assert.equal(sa.stdout, 'serviceaccount/default\nserviceaccount/robot\n');
+  });
+
   it('get pods -A -w prints a line for a pod created while it watches', async () => {
     const child = spawn(kubectlBin, ['--kubeconfig', kubeconfig, 'get', 'pods', '-A', '-w'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
