@@ -101,6 +101,25 @@ describe('test API server: objects', () => {
     assert.equal(mirror.spec.serviceAccountName, undefined);
   });
 
+  it('answers dryRun=All writes without keeping them', async () => {
+    const rv = s.store.resourceVersion;
+    const c = await call(s, 'POST', pods + '?dryRun=All', { body: podManifest('dry') });
+    assert.equal(c.code, 201);
+    assert.equal(c.body.metadata.name, 'dry');
+    assert.equal((await call(s, 'GET', pods + '/dry')).code, 404);
+    await call(s, 'POST', pods, { body: podManifest('dry') });
+    const after = s.store.resourceVersion;
+    assert.equal(after, rv + 1);
+    const p = await call(s, 'PATCH', pods + '/dry?dryRun=All', { body: { metadata: { labels: { a: 'b' } } }, contentType: 'application/merge-patch+json' });
+    assert.equal(p.body.metadata.labels.a, 'b');
+    const d = await call(s, 'DELETE', pods + '/dry?dryRun=All&gracePeriodSeconds=0');
+    assert.equal(d.code, 200);
+    const still = await call(s, 'GET', pods + '/dry');
+    assert.equal(still.body.metadata.labels?.a, undefined);
+    assert.equal(s.store.resourceVersion, after);
+    assert.equal((await call(s, 'POST', pods + '?dryRun=Some', { body: podManifest('x') })).code, 400);
+  });
+
   it('removes an unbound pod at once, whatever the grace period', async () => {
     await call(s, 'POST', pods, { body: podManifest('unbound', '') });
     const d = await call(s, 'DELETE', pods + '/unbound?gracePeriodSeconds=30');
