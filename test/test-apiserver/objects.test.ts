@@ -120,6 +120,21 @@ describe('test API server: objects', () => {
     assert.equal((await call(s, 'POST', pods + '?dryRun=Some', { body: podManifest('x') })).code, 400);
   });
 
+  it('keeps an object with finalizers until the last one goes, then removes it', async () => {
+    const p = podManifest('held') as any;
+    p.metadata.finalizers = ['example.com/hold'];
+    const created = (await call(s, 'POST', pods, { body: p })).body;
+    const d = await call(s, 'DELETE', pods + '/held?gracePeriodSeconds=30');
+    assert.equal(d.body.metadata.deletionGracePeriodSeconds, 30);
+    const d0 = await call(s, 'DELETE', pods + '/held?gracePeriodSeconds=0');
+    assert.equal(d0.body.metadata.deletionGracePeriodSeconds, 0);
+    assert.equal((await call(s, 'GET', pods + '/held')).code, 200);
+    const cleared = await call(s, 'PATCH', pods + '/held', { body: [{ op: 'remove', path: '/metadata/finalizers' }], contentType: 'application/json-patch+json' });
+    assert.equal(cleared.code, 200);
+    assert.equal((await call(s, 'GET', pods + '/held')).code, 404);
+    assert.ok(created.metadata.uid);
+  });
+
   it('removes an unbound pod at once, whatever the grace period', async () => {
     await call(s, 'POST', pods, { body: podManifest('unbound', '') });
     const d = await call(s, 'DELETE', pods + '/unbound?gracePeriodSeconds=30');
