@@ -58,6 +58,13 @@ describe('test API server: test controls', () => {
     assert.deepEqual([e.code, e.body.reason], [500, 'InternalError']);
   });
 
+  it('waits for a stored change, or names what it waited for when it times out', async () => {
+    const waiting = s.waitFor('pod w1', () => s.get('pods', 'default', 'w1'));
+    await call(s, 'POST', '/api/v1/namespaces/default/pods', { body: podManifest('w1') });
+    assert.equal((await waiting).metadata.name, 'w1');
+    await assert.rejects(s.waitFor('pod never', () => s.get('pods', 'default', 'never'), 50), /timed out after 50 ms waiting for pod never/);
+  });
+
   it('delays requests by the injected latency', async () => {
     s.latencyMs = 150;
     const t0 = performance.now();

@@ -199,8 +199,10 @@ spec:
     const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     try {
-      await until('deletionTimestamp', () => !!s.get('pods', 'default', 'web')?.metadata.deletionTimestamp);
-      const pod = s.get('pods', 'default', 'web')!;
+      const pod = await s.waitFor('deletionTimestamp on web', () => {
+        const p = s.get('pods', 'default', 'web');
+        return p?.metadata.deletionTimestamp ? p : undefined;
+      });
       assert.equal(pod.metadata.deletionGracePeriodSeconds, 30);
       await until('kubectl to wait on the pod', () => s.requests.some((q) => q.watch && q.query.includes('metadata.name%3Dweb')));
       assert.equal(child.exitCode, null, 'kubectl returned before the pod was gone');
