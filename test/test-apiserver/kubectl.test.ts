@@ -73,6 +73,8 @@ describe('kubectl against the test API server', () => {
     const r = await kubectl(['--kubeconfig', tk, 'get', 'namespaces']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /kube-node-lease\s+Active/);
+    const svc = await kubectl(['--kubeconfig', tk, 'get', 'svc']);
+    assert.match(svc.stdout, /^kubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP\s+\d+s$/m);
   });
 
   it('apply -f creates a pod, and a second apply with a change patches it', async () => {

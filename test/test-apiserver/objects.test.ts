@@ -268,6 +268,16 @@ describe('test API server: objects', () => {
     assert.equal(noSa.code, 404);
   });
 
+  it('has the kubernetes service and gives new services a cluster IP', async () => {
+    const k = await call(s, 'GET', '/api/v1/namespaces/default/services/kubernetes');
+    assert.deepEqual([k.body.spec.clusterIP, k.body.spec.ports[0].port], ['10.96.0.1', 443]);
+    const svc = await call(s, 'POST', '/api/v1/namespaces/default/services', { body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } } });
+    assert.equal(svc.code, 201);
+    assert.equal(svc.body.spec.clusterIP, '10.96.0.2');
+    assert.deepEqual(svc.body.spec.ports, [{ port: 80, protocol: 'TCP', targetPort: 80 }]);
+    assert.equal(svc.body.spec.type, 'ClusterIP');
+  });
+
   it('serves discovery with verbs, scope, short names and kinds', async () => {
     const core = await call(s, 'GET', '/api/v1');
     const podsRes = core.body.resources.find((r: any) => r.name === 'pods');
