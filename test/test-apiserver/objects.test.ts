@@ -40,6 +40,8 @@ describe('test API server: objects', () => {
     const noNs = await call(s, 'POST', '/api/v1/namespaces/missing/configmaps', { body: { metadata: { name: 'x' } } });
     assertStatus(noNs.body, 404, 'NotFound');
     assert.equal(noNs.body.message, 'namespaces "missing" not found');
+    const noPath = await call(s, 'POST', '/api/v1/pods', { body: podManifest('nowhere') });
+    assertStatus(noPath.body, 405, 'MethodNotAllowed');
     const gone = await call(s, 'GET', '/api/v1/widgets');
     assertStatus(gone.body, 404, 'NotFound');
   });
