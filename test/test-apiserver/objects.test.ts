@@ -167,6 +167,12 @@ describe('test API server: objects', () => {
     assert.deepEqual(st2.body.status.conditions.map((c: any) => `${c.type}=${c.status}`), ['Ready=False', 'Initialized=True']);
     assert.equal(st2.body.status.containerStatuses[0].ready, false);
     assert.equal(st2.body.status.containerStatuses[0].image, 'busybox:1.36');
+    // The status manager's patch carries metadata.uid: a pod recreated under the same name refuses it.
+    const otherUid = await call(s, 'PATCH', pods + '/st/status', { body: { metadata: { uid: 'not-this-pod' }, status: { phase: 'Failed' } }, contentType: 'application/strategic-merge-patch+json' });
+    assertStatus(otherUid.body, 409, 'Conflict');
+    assert.match(otherUid.body.message, /Precondition failed: UID in precondition: not-this-pod/);
+    const sameUid = await call(s, 'PATCH', pods + '/st/status', { body: { metadata: { uid: p.metadata.uid }, status: { message: 'ok' } }, contentType: 'application/strategic-merge-patch+json' });
+    assert.equal(sameUid.code, 200);
     const specViaStatus = await call(s, 'PATCH', pods + '/st/status', { body: { spec: { nodeName: 'elsewhere' } }, contentType: 'application/merge-patch+json' });
     assert.equal(specViaStatus.body.spec.nodeName, 'n1');
     const got = await call(s, 'GET', pods + '/st/status');

@@ -82,6 +82,10 @@ describe('test API server: resourceVersion and watch', () => {
     await w.ended;
     const exact = await call(s, 'GET', `${pods}?resourceVersion=${old}&resourceVersionMatch=Exact`);
     assert.equal(exact.code, 410);
+    const notOlder = await call(s, 'GET', `${pods}?resourceVersion=${old}&resourceVersionMatch=NotOlderThan`);
+    assert.equal(notOlder.code, 200);
+    const future = await call(s, 'GET', `${pods}?resourceVersion=${s.store.resourceVersion + 5}`);
+    assert.deepEqual([future.code, future.body.reason, future.body.details.causes[0].reason], [504, 'Timeout', 'ResourceVersionTooLarge']);
     // Watching from the current version still works after compaction.
     const now = (await call(s, 'GET', pods)).body.metadata.resourceVersion;
     const w2 = await watch(s, `${pods}?watch=true&resourceVersion=${now}`);
