@@ -16,6 +16,7 @@ import { WireFormatError, decodeContainerList, decodeSandboxList, emptyListStats
 import { decodeContainerStatusResponse, decodeSandboxStatusResponse } from '../../src/pleg/wire-status.js';
 import { CONTAINER_EVENT_TYPES, decodeContainerEvent } from '../../src/pleg/wire-event.js';
 import { isKubeletError } from '../../src/util/errors.js';
+import { labeledPodIdentityError } from '../../src/runtime/labels.js';
 
 const defs = await criDefinitions();
 const rt = defs.runtime;
@@ -348,6 +349,13 @@ test('fuzz: valid frames decode to what protobufjs gives', (t) => {
     for (const c of containers) {
       const rec = store.get(c.id);
       if (!c.labels['io.kubernetes.pod.uid']) continue;
+      const l = c.labels;
+      if (labeledPodIdentityError(l['io.kubernetes.pod.uid'] ?? '', l['io.kubernetes.pod.name'] ?? '', l['io.kubernetes.pod.namespace'] ?? '', l['io.kubernetes.container.name'] || c.metadata?.name || '') !== undefined) {
+        // an invalid identity is not the kubelet's: skipped and said why
+        assert.equal(rec, undefined);
+        assert.ok(stats.invalid.length > 0, 'the skipped container is listed as invalid');
+        continue;
+      }
       assert.equal(rec?.listState, c.state);
       assert.equal(rec?.podUid, c.labels['io.kubernetes.pod.uid']);
     }
