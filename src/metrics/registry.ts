@@ -4,6 +4,8 @@
 // sorted by name with `le` last, floats in Go's shortest %g form, HELP prefixed with the
 // component-base stability level ("[ALPHA] ...").
 
+import { KubeletError } from '../util/errors.js';
+
 /** Content-Type of the text exposition format. */
 export const TEXT_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -330,12 +332,19 @@ export class Histogram extends Metric<HistogramChild> {
 
 export type AnyMetric = Counter | Gauge | Histogram;
 
+/** A second metric under a name already taken (Go: AlreadyRegisteredError). */
+export class MetricAlreadyRegisteredError extends KubeletError {
+  constructor(readonly metric: string) {
+    super('ERR_METRIC_ALREADY_REGISTERED', `metric ${metric} is already registered`);
+  }
+}
+
 export class Registry {
   private readonly metrics = new Map<string, AnyMetric>();
 
   /** Adds a metric; a second metric with the same name is an error (Go: AlreadyRegisteredError). */
   register<M extends AnyMetric>(m: M): M {
-    if (this.metrics.has(m.name)) throw new Error(`metric ${m.name} is already registered`);
+    if (this.metrics.has(m.name)) throw new MetricAlreadyRegisteredError(m.name);
     this.metrics.set(m.name, m);
     return m;
   }

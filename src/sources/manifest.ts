@@ -7,6 +7,7 @@ import type { Pod } from '../api/types.js';
 import { checkPodTypes, validatePod, type FieldError } from '../api/validation.js';
 import { assertPathComponent, PathEscapeError } from '../util/safe-path.js';
 import { ManifestError } from './errors.js';
+import { KubeletError } from '../util/errors.js';
 import { applyStaticPodDefaults, type StaticPodOrigin } from './static-pod.js';
 
 /** Manifests larger than this are refused (upstream maxConfigLength, 10 MiB). */
@@ -84,7 +85,7 @@ function jsonDepthExceeds(text: string, limit: number): boolean {
 /** The first document of a YAML 1.1 stream, as plain data. */
 function parseYAML(text: string): unknown {
   const docs = parseAllDocuments(text, { version: '1.1', customTags: goCompatibleTags, uniqueKeys: false });
-  if (!Array.isArray(docs)) throw new Error('unexpected YAML stream');
+  if (!Array.isArray(docs)) throw new KubeletError('ERR_YAML_STREAM', 'unexpected YAML stream: no document list');
   const doc = docs.find((d) => d.contents !== null) ?? docs[0];
   if (doc && doc.errors.length > 0) throw doc.errors[0];
   return doc ? doc.toJS({ maxAliasCount: 100 }) : null;
