@@ -49,6 +49,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Safe to repeat after a 5xx (GET and HEAD are; a PUT with a resourceVersion may say so). */
   idempotent?: boolean;
+  /** Overrides the client's maxRetries (0 for callers that run their own backoff). */
+  maxRetries?: number;
 }
 
 const tokenFileRefreshMs = 60_000;
@@ -122,7 +124,7 @@ export class RestClient {
           continue;
         }
         const retryable = code === 429 || (code >= 500 && idempotent);
-        if (!retryable || attempt >= this.opts.maxRetries) throw err;
+        if (!retryable || attempt >= (o.maxRetries ?? this.opts.maxRetries)) throw err;
         const delay = err.retryAfterSeconds !== undefined ? Math.min(err.retryAfterSeconds * 1000, 60_000) : backoff.next();
         await sleep(this.clock, delay, signal).catch(() => { throw abortError(signal, what); });
       }
