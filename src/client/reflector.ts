@@ -219,6 +219,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
         buf += chunk.toString('utf8');
         let i: number;
         while ((i = buf.indexOf('\n')) >= 0) {
+          if (i > max) break;
           const line = buf.slice(0, i);
           buf = buf.slice(i + 1);
           if (!line.trim()) continue;

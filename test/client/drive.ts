@@ -3,6 +3,7 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FakeClock } from '../../src/util/clock.js';
+import type { Logger } from '../../src/util/log.js';
 
 export async function until<T>(clock: FakeClock, what: string, cond: () => T | undefined | null | false, stepMs = 100, limitMs = 15_000): Promise<T> {
   const deadline = Date.now() + limitMs;
@@ -25,4 +26,16 @@ export function track<T>(p: Promise<T>): { done: boolean; value?: T; error?: unk
   const t: { done: boolean; value?: T; error?: unknown; promise: Promise<T> } = { done: false, promise: p };
   p.then((v) => { t.done = true; t.value = v; }, (e) => { t.done = true; t.error = e; });
   return t;
+}
+
+/** A logger that keeps its lines, so expected warnings do not clutter test output. */
+export function quietLogger(lines: string[] = []): Logger {
+  const l: Logger = {
+    info: (m) => void lines.push(m),
+    warn: (m) => void lines.push(m),
+    error: (m) => void lines.push(m),
+    v: () => l,
+    with: () => l,
+  };
+  return l;
 }

@@ -6,7 +6,7 @@ import { RestClient } from '../../src/client/rest.js';
 import { FakeClock } from '../../src/util/clock.js';
 import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { TOKEN, podManifest, startServer } from '../test-apiserver/client.js';
-import { settle, until } from './drive.js';
+import { quietLogger, settle, until } from './drive.js';
 
 const configFor = (api: TestApiServer): RestConfig => ({ source: 'test', server: api.url, insecureSkipTLSVerify: false, token: TOKEN });
 
@@ -60,7 +60,7 @@ describe('reflector against the test API server (fake clock)', () => {
     pod(api, 'b');
     pod(api, 'elsewhere', 'n2');
     let synced = 0;
-    r = new Reflector({ client, path: '/api/v1/pods', fieldSelector: 'spec.nodeName=n1', handler: view.handle, onSynced: () => synced++, pageSize: 1 });
+    r = new Reflector({ client, path: '/api/v1/pods', fieldSelector: 'spec.nodeName=n1', handler: view.handle, onSynced: () => synced++, pageSize: 1, log: quietLogger() });
     running = r.run(ctl.signal);
     await until(clock, 'synced', () => r.hasSynced, 0);
     assert.equal(synced, 1);
@@ -144,13 +144,53 @@ describe('reflector against the test API server (fake clock)', () => {
     assert.deepEqual(view.violations, []);
   });
 
+  it('awaits the handler before reading the next event (backpressure)', async () => {
+    ctl.abort();
+    await running;
+    ctl = new AbortController();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    const seen: string[] = [];
+    const slow = new Reflector({
+      client, path: '/api/v1/pods', fieldSelector: 'spec.nodeName=n3', log: quietLogger(),
+      handler: async (e) => { seen.push(e.object.metadata!.name!); if (e.object.metadata!.name === 'slow-1') await gate; },
+    });
+    running = slow.run(ctl.signal);
+    await until(clock, 'synced', () => slow.hasSynced, 0);
+    for (const n of ['slow-1', 'slow-2', 'slow-3']) pod(api, n, 'n3');
+    await until(clock, 'the first event', () => seen.length === 1, 0);
+    await settle(50);
+    assert.deepEqual(seen, ['slow-1']);
+    release();
+    await until(clock, 'the rest', () => seen.length === 3, 0);
+    assert.deepEqual(seen, ['slow-1', 'slow-2', 'slow-3']);
+  });
+
+  it('refuses a watch event longer than its bound, and keeps trying without growing', async () => {
+    ctl.abort();
+    await running;
+    ctl = new AbortController();
+    const lines: string[] = [];
+    const seen: string[] = [];
+    const small = new Reflector({
+      client, path: '/api/v1/pods', fieldSelector: 'spec.nodeName=n4', maxEventBytes: 64, log: quietLogger(lines),
+      handler: (e) => void seen.push(e.object.metadata!.name!),
+    });
+    running = small.run(ctl.signal);
+    await until(clock, 'synced', () => small.hasSynced, 0);
+    pod(api, 'big', 'n4');
+    await until(clock, 'two refused watches', () => small.watches >= 3, 500);
+    assert.deepEqual(seen, []);
+    assert.ok(lines.every((l) => l === 'watch failed'));
+  });
+
   it('stops promptly on abort, while watching and while backing off', async () => {
     ctl.abort();
     await running;
-    assert.equal(api.openWatches, 0);
+    await until(clock, 'the server to see the watch closed', () => api.openWatches === 0, 0);
     const ctl2 = new AbortController();
     await api.stop();
-    const r2 = new Reflector({ client, path: '/api/v1/pods', handler: () => undefined });
+    const r2 = new Reflector({ client, path: '/api/v1/pods', handler: () => undefined, log: quietLogger() });
     const run2 = r2.run(ctl2.signal);
     await settle(50);
     assert.equal(r2.hasSynced, false);

@@ -5,7 +5,7 @@ import { FakeClock } from '../../src/util/clock.js';
 import { microTime, NodeLeaseController } from '../../src/nodestatus/lease.js';
 import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { TOKEN, nodeManifest, startServer } from '../test-apiserver/client.js';
-import { settle, until } from '../client/drive.js';
+import { quietLogger, settle, until } from '../client/drive.js';
 
 const leasePath = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
 
@@ -32,7 +32,7 @@ describe('node lease controller against the test API server (fake clock)', () =>
     api = await startServer({ clock });
     client = new RestClient({ source: 'test', server: api.url, insecureSkipTLSVerify: false, token: TOKEN }, { clock });
     ctl = new AbortController();
-    lease = new NodeLeaseController({ client, nodeName: 'n1', clock });
+    lease = new NodeLeaseController({ client, nodeName: 'n1', clock, log: quietLogger() });
   });
 
   afterEach(async () => {
@@ -110,7 +110,7 @@ describe('node lease controller against the test API server (fake clock)', () =>
     ctl.abort();
     await running;
     ctl = new AbortController();
-    lease = new NodeLeaseController({ client, nodeName: 'n1', clock, onRepeatedHeartbeatFailure: () => repeated++ });
+    lease = new NodeLeaseController({ client, nodeName: 'n1', clock, log: quietLogger(), onRepeatedHeartbeatFailure: () => repeated++ });
     api.injectError({ method: 'PUT', path: '/leases/n1', count: 5, code: 500 });
     const before = leaseRequests().length;
     const failed = await lease.sync().then(() => undefined, (e) => e);
