@@ -128,8 +128,10 @@ function parseExec(r: Reader, o: unknown, field: string): ExecConfig {
   if (apiVersion !== 'client.authentication.k8s.io/v1' && apiVersion !== 'client.authentication.k8s.io/v1beta1') {
     r.fail(`${field}.apiVersion`, `${JSON.stringify(apiVersion)} is not supported (client.authentication.k8s.io/v1 or v1beta1)`, true);
   }
-  const command = r.str(o, 'command', field);
+  let command = r.str(o, 'command', field);
   if (!command) r.fail(`${field}.command`, 'is required');
+  // As client-go: a relative path (with a slash) is relative to the kubeconfig; a bare name is looked up in PATH.
+  if (command.includes('/')) command = r.path(command);
   const args = o.args ?? [];
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) r.fail(`${field}.args`, 'must be a list of strings');
   const envIn = o.env ?? [];

@@ -241,6 +241,8 @@ describe('kubeconfig: malformed and unsupported files are named by file and fiel
       'current-context': 'one',
     });
     assert.equal(parseKubeconfig(text, 'k').server, 'https://a:6443');
+    const exec = (command: string) => parseKubeconfig(config({ server: 'https://a' }, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command, interactiveMode: 'Never' } }), '/etc/kubernetes/kubelet.conf').exec?.command;
+    assert.deepEqual([exec('./bin/plugin'), exec('plugin'), exec('/opt/plugin')], ['/etc/kubernetes/bin/plugin', 'plugin', '/opt/plugin']);
     const two = parseKubeconfig(text, 'k', { context: 'two' });
     assert.deepEqual([two.server, two.namespace, two.token], ['http://b:8080', 'kube-system', 't']);
   });
