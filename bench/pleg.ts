@@ -12,7 +12,7 @@
 // Then the same PLEG on real containerd with >= 100 pods (skipped, and said so, when not root
 // or the runtime cannot be brought up). Prints a table; writes bench/results/pleg.json.
 //   node --expose-gc dist/bench/pleg.js [--sizes=1000,5000,10000,18000] [--relists=5]
-//        [--evented-runs=5] [--no-window-compare] [--cpu-pairs=12] [--cpu-per-sample=2]
+//        [--evented-runs=5] [--no-window-compare] [--cpu-pairs=12] [--cpu-per-sample=3]
 //        [--real-pods=100] [--no-real] [--out=FILE] [--no-write]
 
 import { fork, type ChildProcess } from 'node:child_process';
@@ -77,7 +77,7 @@ function parseArgs(argv: string[]): Args {
     relists: 5,
     eventedRuns: 5,
     cpuPairs: 12,
-    cpuPerSample: 2,
+    cpuPerSample: 3,
     eventedWindowCompare: true,
     realPods: 100,
     real: true,
@@ -118,7 +118,7 @@ const wallMs = (): number => performance.timeOrigin + performance.now();
 const gc = (globalThis as { gc?: () => void }).gc;
 /** A/B pairs of the relist-against-receive measurement, and operations per sample (set from the arguments). */
 let cpuPairsCount = 12;
-let cpuPerSample = 2;
+let cpuPerSample = 3;
 
 /** Heap bytes allocated while `fn` runs: growth of the used heap plus what GCs freed meanwhile. */
 async function measureAlloc<T>(fn: () => Promise<T>): Promise<{ value: T; bytes: number }> {
@@ -356,15 +356,16 @@ interface CpuPairs {
 
 /**
  * The relist against the floor, A/B/A/B: `pairs` pairs of samples, each side first in every
- * other pair, each sample `perSample` back-to-back operations after a full GC. A sample pays
- * for the garbage collection its own operations trigger (each list response is ~17 MB of
- * external memory at 18k: a relist and a receive each start an incremental mark-compact)
- * and none of the other side's; load from other processes falls on both sides of a pair
- * alike, and the median pair ratio is the figure.
+ * other pair, each sample `perSample` back-to-back operations. A sample pays mostly for the
+ * garbage collection its own operations trigger (each list response is ~17 MB of external
+ * memory at 18k: a relist and a receive each start an incremental mark-compact), and what
+ * one side leaves to the next falls on each side first in turn; load from other processes
+ * falls on both sides of a pair alike, and the median pair ratio is the figure.
  */
 async function cpuPairs(relist: () => Promise<void>, receive: () => Promise<unknown>, pairs: number, perSample: number): Promise<CpuPairs> {
   const sample = async (op: () => Promise<unknown>): Promise<number> => {
-    gc?.();
+    // no forced GC between samples: after one, the relist's first run costs several times
+    // more (measured 4x at 1k), a bias the receive, with little JS of its own, does not share
     await sleep(20);
     const { cpuMs } = await measureCpu(async () => {
       for (let k = 0; k < perSample; k++) await op();
@@ -949,7 +950,7 @@ async function main(): Promise<number> {
       'heap_alloc_per_relist counts V8 heap only; the list responses themselves arrive as off-heap Buffers (list_response_bytes).',
       'protobufjs cases list through RuntimeManager.getPods() (full protobufjs decode) with the same diff, statuses stubbed: the upstream-shaped list cost side by side.',
       'evented: runtime_event_to_worker = the runtime\'s event timestamp -> pod worker (evented_p99_ms: the median p99 of the status-shape runs; includes the simulated runtime\'s own delivery); event_to_worker = event received by the kubelet -> pod worker; sim_send = the simulator\'s timestamp -> its write of the event completing (it waits on HTTP/2 flow control when the kubelet reads slower than the simulator sends); sim_event_loop_delay = the simulator process not running. -window64k runs follow each run with HTTP/2\'s default 64 KiB receive window on the kubelet\'s channel instead of the lister\'s (LEAN_FLOW_CONTROL_WINDOW), side by side. Event shape status = cri-api 0.26+ (what runtimes implementing GetContainerEvents send), metadata = statuses read per event.',
-      'relist_cpu_vs_receive: CPU of the kubelet-side process (process.cpuUsage, user + system, all threads, GC included) per 0%-churn relist over the CPU of the same two list calls on a channel with the lister\'s options, the responses returned as bytes, undecoded (receive_undecoded_cpu_ms). Measured A/B/A/B: relist_cpu_vs_receive_pairs pairs, each side first in every other pair, each sample a full GC and then back-to-back operations whose own GC is counted (a 17 MB response at 18k starts an incremental mark-compact by itself); the figure is the median of the pair ratios, p25/p75 beside it. The simulated runtime runs in another process and is not counted. relist_cpu_ms_p50 (timed relists, no floor beside them) and kubelet_share (its denominator includes the simulator) are kept for reference only.',
+      'relist_cpu_vs_receive: CPU of the kubelet-side process (process.cpuUsage, user + system, all threads, GC included) per 0%-churn relist over the CPU of the same two list calls on a channel with the lister\'s options, the responses returned as bytes, undecoded (receive_undecoded_cpu_ms). Measured A/B/A/B: relist_cpu_vs_receive_pairs pairs, each side first in every other pair, each sample back-to-back operations (their own GC counted; no forced GC, which slows the relist\'s next run several times and not the receive) (a 17 MB response at 18k starts an incremental mark-compact by itself); the figure is the median of the pair ratios, p25/p75 beside it. The simulated runtime runs in another process and is not counted. relist_cpu_ms_p50 (timed relists, no floor beside them) and kubelet_share (its denominator includes the simulator) are kept for reference only.',
       'The machine is shared: other work ran during the run (2 cores); figures are noisy, ratios measured side by side in one run are what count.',
       'containerd 1.6.20 answers GetContainerEvents with UNIMPLEMENTED: on it the evented PLEG falls back to the generic one.',
     ],
