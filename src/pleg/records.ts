@@ -85,6 +85,8 @@ export interface RuntimeRecord {
   readonly hash: number;
   /** Next record with the same hash. */
   next: RuntimeRecord | undefined;
+  /** Where the id's bytes are in the store's id arena; -1 when the id is not latin1. */
+  idOff: number;
   /** Index in RecordStore.all. */
   slot: number;
 }
@@ -138,8 +140,18 @@ export function hashString(s: string): number {
   return (h >>> 0) & 0x3fffffff;
 }
 
+/** Initial size of the id arena (bytes); it doubles as needed and compacts when half dead. */
+const ARENA_INITIAL = 64 * 1024;
+
 export class RecordStore {
   private readonly byId = new Map<string, RuntimeRecord>();
+  /**
+   * Every record's id bytes, back to back: a relist compares listed ids with them byte for
+   * byte in typed arrays (comparing with the id string costs several times more per byte).
+   */
+  private arena = new Uint8Array(ARENA_INITIAL);
+  private arenaUsed = 0;
+  private arenaLive = 0;
   private readonly byHash = new Map<number, RuntimeRecord>();
   /** Every record, densely (iterated by the diff without allocating). */
   readonly all: RuntimeRecord[] = [];
@@ -160,14 +172,48 @@ export class RecordStore {
   /** The record whose id is buf[start, end), or undefined; allocates nothing. */
   findBytes(buf: Uint8Array, start: number, end: number, hash: number): RuntimeRecord | undefined {
     const len = end - start;
+    const arena = this.arena;
     for (let r = this.byHash.get(hash); r; r = r.next) {
       const id = r.id;
       if (id.length !== len) continue;
       let i = 0;
-      while (i < len && id.charCodeAt(i) === buf[start + i]) i++;
+      const off = r.idOff;
+      if (off >= 0) while (i < len && arena[off + i] === buf[start + i]) i++;
+      else while (i < len && id.charCodeAt(i) === buf[start + i]) i++;
       if (i === len) return r;
     }
     return undefined;
+  }
+
+  /** Copies a latin1 id into the arena; -1 (compared as a string) when it is not latin1. */
+  private storeId(id: string): number {
+    const len = id.length;
+    for (let i = 0; i < len; i++) if (id.charCodeAt(i) > 0xff) return -1;
+    if (this.arenaUsed + len > this.arena.length) this.compactArena(len);
+    const off = this.arenaUsed;
+    const arena = this.arena;
+    for (let i = 0; i < len; i++) arena[off + i] = id.charCodeAt(i);
+    this.arenaUsed += len;
+    this.arenaLive += len;
+    return off;
+  }
+
+  /** Rewrites the live ids into an arena with room for `more` bytes (half free at least). */
+  private compactArena(more: number): void {
+    let size = ARENA_INITIAL;
+    while (size < 2 * (this.arenaLive + more)) size *= 2;
+    const old = this.arena;
+    const arena = new Uint8Array(size);
+    let used = 0;
+    for (const r of this.all) {
+      if (r.idOff < 0) continue;
+      arena.set(old.subarray(r.idOff, r.idOff + r.id.length), used);
+      r.idOff = used;
+      used += r.id.length;
+    }
+    this.arena = arena;
+    this.arenaUsed = used;
+    this.arenaLive = used;
   }
 
   /** A new record in the non-existent state; the first observation attaches it to its pod. */
@@ -198,6 +244,7 @@ export class RecordStore {
       hash,
       next: this.byHash.get(hash),
       slot: this.all.length,
+      idOff: this.storeId(id),
     };
     this.byHash.set(hash, rec);
     this.byId.set(id, rec);
@@ -294,6 +341,7 @@ export class RecordStore {
 
   private unindex(rec: RuntimeRecord): void {
     this.byId.delete(rec.id);
+    if (rec.idOff >= 0) this.arenaLive -= rec.id.length;
     let prev: RuntimeRecord | undefined;
     for (let r = this.byHash.get(rec.hash); r; prev = r, r = r.next) {
       if (r !== rec) continue;

@@ -269,6 +269,7 @@ function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDec
   // create() names its own)
   let top = -1;
   let field = -1;
+  const stateTag = (shape.stateField << 3) | WIRE_VARINT;
   try {
     while (r.pos < buf.length) {
       const tag = r.varint32();
@@ -283,20 +284,66 @@ function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDec
       let idStart = -1;
       let idEnd = -1;
       let state = 0;
-      while (r.pos < end) {
-        const t = r.varint32();
-        field = t >>> 3;
-        if (field === 1 && (t & 7) === WIRE_LEN) {
-          idEnd = r.lenEnd();
-          idStart = r.pos;
-          r.pos = idEnd;
-        } else if (field === shape.stateField && (t & 7) === WIRE_VARINT) {
-          state = r.varint32();
-        } else {
-          r.skip(t & 7);
+      // Fast scan of the item (one-byte tags, lengths under 16 KiB, a one-byte state: what
+      // runtimes send); anything else, including any malformed byte, is read again from the
+      // item's start by the exact loop below, which names the error.
+      let p = start;
+      for (;;) {
+        if (p >= end) {
+          if (p === end) p = -1;
+          break;
         }
+        const t = buf[p++]!;
+        if (t === stateTag) {
+          if (p >= end) break;
+          const v = buf[p++]!;
+          if (v >= 0x80) break;
+          state = v;
+          continue;
+        }
+        if (t >= 0x80 || p >= end) break;
+        if ((t & 7) === WIRE_VARINT) {
+          // created_at and other varints: skipped to their last byte
+          const stop = Math.min(end, p + 10);
+          while (p < stop && buf[p]! >= 0x80) p++;
+          if (p === stop) break;
+          p++;
+          continue;
+        }
+        if ((t & 7) !== WIRE_LEN) break;
+        let len = buf[p++]!;
+        if (len >= 0x80) {
+          if (p >= end) break;
+          const hi = buf[p++]!;
+          if (hi >= 0x80) break;
+          len = (len & 0x7f) | (hi << 7);
+        }
+        if (p + len > end) break;
+        if (t === ((1 << 3) | WIRE_LEN)) {
+          idStart = p;
+          idEnd = p + len;
+        }
+        p += len;
       }
-      field = -1;
+      if (p !== -1) {
+        idStart = idEnd = -1;
+        state = 0;
+        r.pos = start;
+        while (r.pos < end) {
+          const t = r.varint32();
+          field = t >>> 3;
+          if (field === 1 && (t & 7) === WIRE_LEN) {
+            idEnd = r.lenEnd();
+            idStart = r.pos;
+            r.pos = idEnd;
+          } else if (field === shape.stateField && (t & 7) === WIRE_VARINT) {
+            state = r.varint32();
+          } else {
+            r.skip(t & 7);
+          }
+        }
+        field = -1;
+      }
       stats.items++;
       if (idStart >= 0) {
         const hash = hashBytes(buf, idStart, idEnd);

@@ -301,3 +301,60 @@ test('a truncated fixed64 in an event, and in a sandbox status it carries, is a 
     /truncated fixed64/,
   );
 });
+
+// ---- the relist's fast item scan falls back to the exact reader on any unusual encoding ----
+
+/** A Container item the way a different encoder could write it: each field in its own bytes. */
+function oddContainer(n: number, state: number[], extra: number[] = []): number[] {
+  const label = (k: string, v: string): number[] => lenField(8, [...strField(1, k), ...strField(2, v)]);
+  return lenField(1, [
+    ...strField(1, id(n)),
+    // field 20 needs a two-byte tag; a varint of ten bytes; a fixed32 and a fixed64
+    ...varint((20 << 3) | 0),
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+    (15 << 3) | 5, 1, 2, 3, 4,
+    ...varint((16 << 3) | 1), 1, 2, 3, 4, 5, 6, 7, 8,
+    ...state,
+    ...label('io.kubernetes.pod.uid', `uid-${n}`),
+    ...label('io.kubernetes.pod.name', `pod-${n}`),
+    ...label('io.kubernetes.pod.namespace', 'ns-1'),
+    ...label('io.kubernetes.container.name', `c-${n}`),
+    // a label longer than two length bytes hold
+    ...label('big', 'x'.repeat(20_000)),
+    ...extra,
+  ]);
+}
+
+test('decodeContainerList: unusual encodings of known containers list the same states as canonical ones', async () => {
+  const store = new RecordStore();
+  const stats = emptyListStats();
+  decodeContainerList(await encodeContainers([container(1, 'CONTAINER_CREATED'), container(2, 'CONTAINER_CREATED'), container(3, 'CONTAINER_CREATED')]), store, 1, stats);
+  assert.equal(stats.created, 3);
+  // 1: canonical; 2: the state as a two-byte varint (EXITED = 2), then the state again (last wins);
+  // 3: a state number no runtime.v1 enum has
+  const canonical = await encodeContainers([container(1, 'CONTAINER_RUNNING')]);
+  const odd = Buffer.from([...oddContainer(2, [6 << 3, 0x82, 0x00], [6 << 3, 1, 6 << 3, 2]), ...oddContainer(3, [6 << 3, 9])]);
+  const s2 = emptyListStats();
+  decodeContainerList(Buffer.concat([canonical, odd]), store, 2, s2);
+  assert.equal(s2.created, 0);
+  assert.equal(s2.items, 3);
+  assert.equal(store.get(id(1))!.listState, 'CONTAINER_RUNNING');
+  assert.equal(store.get(id(2))!.listState, 'CONTAINER_EXITED');
+  assert.equal(store.get(id(3))!.listState, 'CONTAINER_UNKNOWN');
+  for (const n of [1, 2, 3]) assert.equal(store.get(id(n))!.listGen, 2);
+  // a new container in the odd encoding is created from it as well
+  const s3 = emptyListStats();
+  decodeContainerList(Buffer.from(oddContainer(4, [6 << 3, 1])), store, 3, s3);
+  assert.equal(s3.created, 1);
+  assert.equal(store.get(id(4))!.podUid, 'uid-4');
+  assert.equal(store.get(id(4))!.listState, 'CONTAINER_RUNNING');
+});
+
+test('decodeContainerList: a known container whose item is cut inside a label is still a WireFormatError', async () => {
+  const store = new RecordStore();
+  decodeContainerList(Buffer.from(oddContainer(5, [6 << 3, 1])), store, 1, emptyListStats());
+  assert.ok(store.get(id(5)));
+  const body = [...strField(1, id(5)), 6 << 3, 1, ...varint((8 << 3) | 2), 40, ...strField(1, 'io.kubernetes.pod.uid')];
+  const two = await encodeContainers([container(2, 'CONTAINER_RUNNING')]);
+  rejects(() => decodeContainerList(Buffer.concat([Buffer.from(lenField(1, body)), two]), store, 2, emptyListStats()), ['ListContainersResponse.containers[0]', 'Container.labels'], /length 40 past the end/);
+});
