@@ -8,6 +8,7 @@ import type { Pod, PodStatus } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { KubeletRuntime, ContainerStartFailure, PodSyncExtras, RuntimePodStatus } from '../runtime/types.js';
 import { buildPodLogsDirectory } from '../runtime/sandbox-config.js';
+import { withTerminationMessages } from '../runtime/termination-message.js';
 import type { DNSConfigurer } from '../network/dns.js';
 import type { VolumeManager } from '../volumemanager/volume-manager.js';
 import { podContainerMounts } from '../volumemanager/pod-mounts.js';
@@ -84,9 +85,10 @@ export class PodSyncer {
   }
 
   /** upstream's Kubelet.SyncPod: status first, then make the runtime match the spec. Returns true when terminal. */
-  async syncPod(pod: Pod, rs: RuntimePodStatus): Promise<boolean> {
+  async syncPod(pod: Pod, cached: RuntimePodStatus): Promise<boolean> {
     const { statusManager, runtime, workQueue, syncFrequencyMs } = this.opts;
     const uid = pod.metadata.uid!;
+    const rs = await this.withTerminationMessages(pod, cached);
     let status = this.generateStatus(pod, rs);
     statusManager.setPodStatus(pod, status);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
@@ -130,6 +132,12 @@ export class PodSyncer {
     return extras;
   }
 
+  /** Exited containers' termination messages, read from the pod's files (upstream does it in the runtime's status read). */
+  private withTerminationMessages(pod: Pod, rs: RuntimePodStatus): Promise<RuntimePodStatus> {
+    const { rootDir, podLogsDir } = this.opts;
+    return withTerminationMessages(rs, rs.namespace || pod.metadata.namespace || '', rs.name || pod.metadata.name || '', { rootDir, podLogsDir });
+  }
+
   /** Removes dead attempts beyond the newest one per container (upstream's MaxPerPodContainer). */
   private async collectDeadContainers(pod: Pod, rs: RuntimePodStatus): Promise<void> {
     for (const c of evictableContainers(rs)) {
@@ -146,7 +154,7 @@ export class PodSyncer {
     const { runtime, podManager, statusManager } = this.opts;
     this.opts.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
     await runtime.killPod(pod, rs, gracePeriodOverride);
-    const fresh = await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
+    const fresh = await this.withTerminationMessages(pod, await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!));
     if (podManager.getPodByUID(pod.metadata.uid!)) {
       statusManager.setPodStatus(pod, this.generateStatus(pod, fresh, true));
     }

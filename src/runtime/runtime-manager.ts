@@ -6,7 +6,6 @@ import { mkdir } from 'node:fs/promises';
 import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
-import type * as cri from './cri-types.js';
 import { isNotFound } from './cri-errors.js';
 import type { ContainerRuntimeStatus, KubeletRuntime, PodSyncExtras, PodSyncResult, RuntimePod, RuntimePodStatus, SandboxRuntimeStatus } from './types.js';
 import { generatePodSandboxConfig } from './sandbox-config.js';
@@ -16,7 +15,6 @@ import { ContainerStarter, type ImageService } from './start.js';
 import { computePodActions } from './pod-actions.js';
 import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
-import { getTerminationMessage } from './termination-message.js';
 import type { Backoff } from '../util/backoff.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -129,10 +127,7 @@ export class RuntimeManager implements KubeletRuntime {
     await Promise.all(containers.map(async (c) => {
       try {
         const res = await this.opts.cri.containerStatus(c.id);
-        if (!res.status) return;
-        const cs = toContainerRuntimeStatus(res.status, this.runtimeName);
-        if (cs.state === 'exited') await this.addTerminationMessage(cs, res.status);
-        containerStatuses.push(cs);
+        if (res.status) containerStatuses.push(toContainerRuntimeStatus(res.status, this.runtimeName));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -142,15 +137,6 @@ export class RuntimeManager implements KubeletRuntime {
     const ready = sandboxStatuses.find((s) => s.state === 'ready');
     const ips = ready && ready.ip ? [ready.ip, ...ready.additionalIps] : [];
     return { uid, name, namespace, ips, sandboxStatuses, containerStatuses, timestamp };
-  }
-
-  /** Appends what the container left at terminationMessagePath (or its log's tail) to the exit message, as upstream. */
-  private async addTerminationMessage(cs: ContainerRuntimeStatus, st: cri.ContainerStatus): Promise<void> {
-    const info = labels.getContainerInfoFromLabels(st.labels, st.annotations);
-    // a container that could not even start has no log worth reading
-    const fallbackToLogs = info.terminationMessagePolicy === 'FallbackToLogsOnError' && cs.exitCode !== 0 && cs.reason !== 'ContainerCannotRun';
-    const message = await getTerminationMessage(st, info.terminationMessagePath, fallbackToLogs);
-    if (message) cs.message = cs.message ? `${cs.message}: ${message}` : message;
   }
 
   /** Brings the pod to what its spec asks, as far as one pass can. */

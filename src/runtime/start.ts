@@ -10,7 +10,8 @@ import type * as cri from './cri-types.js';
 import type { ContainerRuntimeStatus, ContainerStartFailure, PodSyncExtras, PodSyncResult, RuntimePodStatus } from './types.js';
 import { makeEnvironment } from './env.js';
 import { hashContainer } from './container-hash.js';
-import { createTerminationMessageFile, generateContainerConfig, podContainerDir } from './container-config.js';
+import { generateContainerConfig, podContainerDir } from './container-config.js';
+import { createTerminationMessageFileFor } from './termination-message.js';
 import type { HandlerRunner } from './hooks.js';
 import type { PodKiller } from './kill.js';
 import { latestByName } from './pod-actions.js';
@@ -94,7 +95,7 @@ export class ContainerStarter {
     let config: cri.ContainerConfig;
     try {
       const terminationMessageHostPath = c.terminationMessagePath
-        ? await createTerminationMessageFile(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name))
+        ? await createTerminationMessageFileFor(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name), restartCount)
         : undefined;
       const containerPodIPs = hostNetwork ? this.opts.hostIPs() : podIPs;
       let mounts: cri.MountInput[] | undefined;

@@ -4,8 +4,12 @@
 // FallbackToLogsOnError and a failed exit, when that file is empty or absent, the head of the
 // last 80 lines of its CRI log, cut at 2048 bytes.
 
-import { open } from 'node:fs/promises';
-import type * as cri from './cri-types.js';
+import { chmod, mkdir, open, writeFile } from 'node:fs/promises';
+import { posix } from 'node:path';
+import { buildContainerLogsPath, podContainerDir } from './container-config.js';
+import * as labels from './labels.js';
+import { buildPodLogsDirectory } from './sandbox-config.js';
+import type { RuntimePodStatus } from './types.js';
 
 /** upstream kubecontainer.MaxContainerTerminationMessageLength. */
 export const MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH = 4096;
@@ -63,27 +67,68 @@ export async function readLastStringFromContainerLogs(logPath: string): Promise<
   }
 }
 
+/** The host file of one container instance's termination message: one per attempt, so the kubelet finds it again from the status alone. */
+export function terminationMessageFile(containerDir: string, restartCount: number): string {
+  return posix.join(containerDir, `termination-log.${restartCount}`);
+}
+
+/** Creates the (empty, world-writable) termination-message file of attempt `restartCount`; returns its path. */
+export async function createTerminationMessageFileFor(containerDir: string, restartCount: number): Promise<string> {
+  await mkdir(containerDir, { recursive: true, mode: 0o750 });
+  const file = terminationMessageFile(containerDir, restartCount);
+  await writeFile(file, '', { mode: 0o666 });
+  // the mode given to open(2) is masked by the umask; the container user must be able to write
+  await chmod(file, 0o666);
+  return file;
+}
+
 /**
- * The termination message of an exited container, '' when there is none. `fallbackToLogs` is
- * the policy FallbackToLogsOnError with a non-zero exit.
+ * The termination message of an exited container, '' when there is none: the host file
+ * (absent when the container has no terminationMessagePath), else with `fallbackToLogs` (the
+ * FallbackToLogsOnError policy and a failed exit) the log's tail.
  */
-export async function getTerminationMessage(status: Pick<cri.ContainerStatus, 'mounts' | 'log_path'>, terminationMessagePath: string, fallbackToLogs: boolean): Promise<string> {
+export async function getTerminationMessage(hostFile: string | undefined, logPath: string, fallbackToLogs: boolean): Promise<string> {
   let checkLogs = fallbackToLogs;
   let message = '';
-  const mount = terminationMessagePath ? (status.mounts ?? []).find((m) => m.container_path === terminationMessagePath) : undefined;
-  if (mount) {
+  if (hostFile) {
     try {
-      const data = await readAtMost(mount.host_path, MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH);
+      const data = await readAtMost(hostFile, MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH);
       message = data.toString('utf8');
       checkLogs = fallbackToLogs && data.length === 0;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        return `Error on reading termination log ${mount.host_path}: ${(err as Error).message}`;
+        return `Error on reading termination log ${hostFile}: ${(err as Error).message}`;
       }
     }
   }
-  if (checkLogs && status.log_path) message = await readLastStringFromContainerLogs(status.log_path);
+  if (checkLogs && logPath) message = await readLastStringFromContainerLogs(logPath);
   return message;
+}
+
+export interface TerminationMessageDirs {
+  rootDir: string;
+  podLogsDir: string;
+}
+
+/**
+ * The pod's runtime status with each exited container's termination message appended to its
+ * exit message, as upstream's getContainerStatuses does. Read from the kubelet's own files
+ * (whatever produced the status: a relist, an event, a status read).
+ */
+export async function withTerminationMessages(rs: RuntimePodStatus, namespace: string, name: string, dirs: TerminationMessageDirs): Promise<RuntimePodStatus> {
+  if (!rs.containerStatuses.some((c) => c.state === 'exited')) return rs;
+  const containerStatuses = await Promise.all(rs.containerStatuses.map(async (cs) => {
+    if (cs.state !== 'exited') return cs;
+    const info = labels.getContainerInfoFromLabels(cs.labels ?? {}, cs.annotations ?? {});
+    // a container that could not even start has no log worth reading
+    const fallbackToLogs = info.terminationMessagePolicy === 'FallbackToLogsOnError' && cs.exitCode !== 0 && cs.reason !== 'ContainerCannotRun';
+    const hostFile = info.terminationMessagePath ? terminationMessageFile(podContainerDir(dirs.rootDir, rs.uid, cs.name), cs.restartCount) : undefined;
+    const logPath = posix.join(buildPodLogsDirectory(dirs.podLogsDir, namespace, name, rs.uid), buildContainerLogsPath(cs.name, cs.restartCount));
+    const message = await getTerminationMessage(hostFile, logPath, fallbackToLogs);
+    if (!message) return cs;
+    return { ...cs, message: cs.message ? `${cs.message}: ${message}` : message };
+  }));
+  return { ...rs, containerStatuses };
 }
 
 /** Each container's share of the pod's termination-message budget (upstream normalizeStatus). */
