@@ -164,7 +164,7 @@ describe('volumes, hosts, DNS and termination messages on containerd', () => {
       containers: [
         { name: 'file', image: rt.images.busybox, command: ['sh', '-c', 'printf "all done" > /dev/termination-log'] },
         { name: 'custom', image: rt.images.busybox, terminationMessagePath: '/tmp/why', command: ['sh', '-c', 'printf "custom path" > /tmp/why; exit 2'] },
-        { name: 'logs', image: rt.images.busybox, terminationMessagePolicy: 'FallbackToLogsOnError', command: ['sh', '-c', 'echo first line; echo it broke >&2; exit 3'] },
+        { name: 'logs', image: rt.images.busybox, terminationMessagePolicy: 'FallbackToLogsOnError', command: ['sh', '-c', 'echo first line; echo it broke; exit 3'] },
       ],
     }));
     const pod = await waitFor(async () => {
@@ -176,5 +176,29 @@ describe('volumes, hosts, DNS and termination messages on containerd', () => {
     assert.equal(by.get('custom')!.message, 'custom path');
     assert.equal(by.get('logs')!.message, 'first line\nit broke\n');
     assert.equal(by.get('logs')!.exitCode, 3);
+  });
+
+  it('a memory-backed emptyDir is a tmpfs capped at sizeLimit, unmounted and removed with the pod', async () => {
+    await writeFile(join(kubelet.manifestDir, 'mem.json'), staticPod('mem', {
+      volumes: [{ name: 'scratch', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+      containers: [{ name: 'app', image: rt.images.busybox, command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
+    }));
+    const pod = await waitFor(async () => {
+      const p = await podNamed('mem');
+      return p?.status?.containerStatuses?.[0]?.state.running ? p : undefined;
+    }, WAIT, 'mem to run');
+    const dir = join(kubelet.rootDir, 'pods', pod.metadata.uid!, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+    const mountinfo = async (): Promise<string> => readFile('/proc/self/mountinfo', 'utf8');
+    assert.match(await mountinfo(), new RegExp(` ${dir.replace(/[.~]/g, '\\$&')} .* - tmpfs `));
+    const id = await runningContainer(pod, 'app');
+    assert.equal(await exec(id, 'df -k /scratch | tail -1 | awk \'{print $2}\''), '1024\n');
+    const over = await cri.execSync(id, ['sh', '-c', 'dd if=/dev/zero of=/scratch/big bs=1024 count=2048'], 10);
+    assert.notEqual(over.exit_code, 0, 'writing past sizeLimit fails');
+    assert.match(Buffer.from(over.stderr).toString(), /No space left on device/);
+
+    await rm(join(kubelet.manifestDir, 'mem.json'));
+    const podDirectory = join(kubelet.rootDir, 'pods', pod.metadata.uid!);
+    await waitFor(async () => !(await stat(podDirectory).then(() => true, () => false)), WAIT, 'the pod directory to be removed');
+    assert.ok(!(await mountinfo()).includes(podDirectory), 'nothing stays mounted under the pod directory');
   });
 });
