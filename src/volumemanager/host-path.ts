@@ -49,8 +49,7 @@ export async function setUpHostPath(volumeName: string, source: { path: string; 
         return clean;
       case 'FileOrCreate':
         if (!st) {
-          await mkdir(posix.dirname(clean), { recursive: true, mode: 0o755 });
-          // O_CREAT without O_EXCL, as upstream: an existing file is left as it is
+          // O_CREAT without O_EXCL, as upstream; the parent is not created (documented upstream)
           const fh = await open(clean, 'a', 0o644);
           await fh.close();
           st = await stat(clean);

@@ -62,7 +62,9 @@ describe('hostPath', () => {
     await assert.rejects(setUpHostPath('data', { path: f, type: 'DirectoryOrCreate' }), { message: `hostPath type check failed: ${f} is not a directory` });
   });
 
-  it('FileOrCreate makes an empty 0644 file (parents too) and keeps an existing file', async () => {
+  it('FileOrCreate makes an empty 0644 file and keeps an existing file, but not a missing parent', async () => {
+    await assert.rejects(setUpHostPath('f', { path: join(root, 'no-parent', 'file'), type: 'FileOrCreate' }), /ENOENT/);
+    await mkdir(join(root, 'hp2', 'sub'), { recursive: true });
     const f = join(root, 'hp2', 'sub', 'file');
     await setUpHostPath('f', { path: f, type: 'FileOrCreate' });
     const st = await stat(f);
