@@ -55,8 +55,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   eventRecordQPS: 'not-implemented',
   eventBurst: 'not-implemented',
   // Pod DNS.
-  clusterDomain: 'not-implemented',
-  clusterDNS: 'not-implemented',
+  clusterDomain: 'implemented',
+  clusterDNS: 'implemented',
   // Node allocatable, cgroups, admission.
   cgroupsPerQOS: 'not-implemented',
   // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.

@@ -23,6 +23,8 @@ import { PodSyncer, SYNC_ERROR_BACKOFF_MS } from './pod-sync.js';
 import { PodWorkers } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
+import { VolumeManager } from '../volumemanager/volume-manager.js';
+import { DNSConfigurer } from '../network/dns.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -108,6 +110,17 @@ export class Kubelet {
       podLogsDir: this.config.podLogsDir,
       syncFrequencyMs: this.config.syncFrequency,
       hostIPs: () => this.hostIPs,
+      volumes: new VolumeManager({ rootDir: this.flags.rootDir, clock: this.clock, log: this.log, nodeName: this.nodeName, hostIPs: () => this.hostIPs }),
+      dns: new DNSConfigurer({
+        clusterDNS: this.config.clusterDNS,
+        clusterDomain: this.config.clusterDomain,
+        // upstream's resolvConf default; the field itself is not read yet
+        resolvConf: '/etc/resolv.conf',
+        nodeIPs: () => this.hostIPs,
+        event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
+      }),
+      clusterDomain: this.config.clusterDomain,
+      recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,

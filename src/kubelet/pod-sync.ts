@@ -6,8 +6,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod, PodStatus } from '../api/types.js';
 import { podFullName } from '../api/types.js';
-import type { KubeletRuntime, ContainerStartFailure, RuntimePodStatus } from '../runtime/types.js';
+import type { KubeletRuntime, ContainerStartFailure, PodSyncExtras, RuntimePodStatus } from '../runtime/types.js';
 import { buildPodLogsDirectory } from '../runtime/sandbox-config.js';
+import { withTerminationMessages } from '../runtime/termination-message.js';
+import type { DNSConfigurer } from '../network/dns.js';
+import type { VolumeManager } from '../volumemanager/volume-manager.js';
+import { podContainerMounts } from '../volumemanager/pod-mounts.js';
+import { isKubeletError } from '../util/errors.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import type { StatusManager } from '../status/status-manager.js';
 import { evictableContainers } from '../gc/container-gc.js';
@@ -37,6 +42,13 @@ export interface PodSyncerOptions {
   /** upstream syncFrequency: the longest a pod waits for its next sync. */
   syncFrequencyMs: number;
   hostIPs: () => string[];
+  /** Sets the pod's volumes up before its containers start and tears them down after. */
+  volumes?: VolumeManager;
+  /** The sandbox's resolver config. */
+  dns?: DNSConfigurer;
+  clusterDomain?: string;
+  /** Records an event about the pod (FailedMount). */
+  recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
 
 export class PodSyncer {
@@ -73,9 +85,10 @@ export class PodSyncer {
   }
 
   /** upstream's Kubelet.SyncPod: status first, then make the runtime match the spec. Returns true when terminal. */
-  async syncPod(pod: Pod, rs: RuntimePodStatus): Promise<boolean> {
+  async syncPod(pod: Pod, cached: RuntimePodStatus): Promise<boolean> {
     const { statusManager, runtime, workQueue, syncFrequencyMs } = this.opts;
     const uid = pod.metadata.uid!;
+    const rs = await this.withTerminationMessages(pod, cached);
     let status = this.generateStatus(pod, rs);
     statusManager.setPodStatus(pod, status);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
@@ -83,7 +96,8 @@ export class PodSyncer {
     const dir = podDir(this.opts.rootDir, uid);
     await mkdir(join(dir, 'containers'), { recursive: true });
     await mkdir(join(dir, 'volumes'), { recursive: true });
-    const result = await runtime.syncPod(pod, rs);
+    const extras = await this.podSyncExtras(pod, rs, dir);
+    const result = await runtime.syncPod(pod, rs, extras);
     this.reasonCache.set(uid, result.startFailures);
     await this.collectDeadContainers(pod, rs);
     if (result.startFailures.size) {
@@ -94,6 +108,34 @@ export class PodSyncer {
     workQueue.enqueue(uid, Math.min(delay, syncFrequencyMs));
     if (result.errors.length) throw new PodSyncError(podFullName(pod), result.errors);
     return false;
+  }
+
+  /**
+   * Volumes set up (a failure is a FailedMount event and no container starts: the pod waits in
+   * ContainerCreating and the sync is retried after the error backoff), then the DNS config.
+   */
+  private async podSyncExtras(pod: Pod, rs: RuntimePodStatus, dir: string): Promise<PodSyncExtras> {
+    const { volumes, dns, clusterDomain } = this.opts;
+    const extras: PodSyncExtras = { clusterDomain };
+    if (volumes) {
+      let podVolumes;
+      try {
+        podVolumes = await volumes.mountPod(pod, rs.ips);
+      } catch (err) {
+        if (!isKubeletError(err, 'FailedMount')) throw err;
+        this.opts.recordEvent?.(pod, 'Warning', 'FailedMount', err.message);
+        throw new PodSyncError(podFullName(pod), [err.message]);
+      }
+      extras.containerMounts = (c, envs, podIPs) => podContainerMounts({ pod, container: c, volumes: podVolumes, envs, podIPs, podDir: dir, clusterDomain: clusterDomain ?? '' });
+    }
+    if (dns) extras.dns = await dns.podDNS(pod);
+    return extras;
+  }
+
+  /** Exited containers' termination messages, read from the pod's files (upstream does it in the runtime's status read). */
+  private withTerminationMessages(pod: Pod, rs: RuntimePodStatus): Promise<RuntimePodStatus> {
+    const { rootDir, podLogsDir } = this.opts;
+    return withTerminationMessages(rs, rs.namespace || pod.metadata.namespace || '', rs.name || pod.metadata.name || '', { rootDir, podLogsDir });
   }
 
   /** Removes dead attempts beyond the newest one per container (upstream's MaxPerPodContainer). */
@@ -112,7 +154,7 @@ export class PodSyncer {
     const { runtime, podManager, statusManager } = this.opts;
     this.opts.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
     await runtime.killPod(pod, rs, gracePeriodOverride);
-    const fresh = await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
+    const fresh = await this.withTerminationMessages(pod, await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!));
     if (podManager.getPodByUID(pod.metadata.uid!)) {
       statusManager.setPodStatus(pod, this.generateStatus(pod, fresh, true));
     }
@@ -130,6 +172,8 @@ export class PodSyncer {
       for (const c of fresh.containerStatuses) this.opts.oom?.unwatch(c.id);
       statusManager.deletePodStatus(uid);
       this.reasonCache.delete(uid);
+      // mounts under the pod dir first: rm must never descend into a live tmpfs or bind mount
+      await this.opts.volumes?.unmountPod(uid);
       await rm(podDir(this.opts.rootDir, uid), { recursive: true, force: true });
       const ns = fresh.namespace || pod.metadata.namespace || '';
       const name = fresh.name || pod.metadata.name || '';

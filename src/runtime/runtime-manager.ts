@@ -7,7 +7,7 @@ import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
 import { isNotFound } from './cri-errors.js';
-import type { ContainerRuntimeStatus, KubeletRuntime, PodSyncResult, RuntimePod, RuntimePodStatus, SandboxRuntimeStatus } from './types.js';
+import type { ContainerRuntimeStatus, KubeletRuntime, PodSyncExtras, PodSyncResult, RuntimePod, RuntimePodStatus, SandboxRuntimeStatus } from './types.js';
 import { generatePodSandboxConfig } from './sandbox-config.js';
 import { HandlerRunner } from './hooks.js';
 import { PodKiller, type KillTarget } from './kill.js';
@@ -140,7 +140,7 @@ export class RuntimeManager implements KubeletRuntime {
   }
 
   /** Brings the pod to what its spec asks, as far as one pass can. */
-  async syncPod(pod: Pod, status: RuntimePodStatus): Promise<PodSyncResult> {
+  async syncPod(pod: Pod, status: RuntimePodStatus, extras: PodSyncExtras = {}): Promise<PodSyncResult> {
     const result: PodSyncResult = { startFailures: new Map(), errors: [] };
     const log = this.opts.log.with({ pod: podFullName(pod), podUID: pod.metadata.uid });
     const actions = computePodActions(pod, status);
@@ -165,7 +165,7 @@ export class RuntimeManager implements KubeletRuntime {
     let sandboxID = actions.sandboxID;
     let podIPs = status.ips;
     const cgroupParent = await this.opts.ensurePodCgroup(pod);
-    const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, { cgroupParent, podLogsDir: this.opts.podLogsDir });
+    const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, { cgroupParent, podLogsDir: this.opts.podLogsDir, dns: extras.dns, clusterDomain: extras.clusterDomain });
     if (actions.createSandbox) {
       try {
         await mkdir(sandboxConfig.log_directory ?? '', { recursive: true, mode: 0o755 });
@@ -183,7 +183,7 @@ export class RuntimeManager implements KubeletRuntime {
     }
 
     const start = async (c: Container, kind: 'init' | 'regular'): Promise<boolean> => {
-      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs }, result);
+      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs, containerMounts: extras.containerMounts }, result);
       if (failure) {
         result.startFailures.set(c.name, failure);
         log.info('Container start did not succeed', { container: c.name, kind, reason: failure.reason, message: failure.message });

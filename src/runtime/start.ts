@@ -7,9 +7,11 @@ import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
 import type * as cri from './cri-types.js';
-import type { ContainerRuntimeStatus, ContainerStartFailure, PodSyncResult, RuntimePodStatus } from './types.js';
+import type { ContainerRuntimeStatus, ContainerStartFailure, PodSyncExtras, PodSyncResult, RuntimePodStatus } from './types.js';
+import { makeEnvironment } from './env.js';
 import { hashContainer } from './container-hash.js';
-import { createTerminationMessageFile, generateContainerConfig, podContainerDir } from './container-config.js';
+import { generateContainerConfig, podContainerDir } from './container-config.js';
+import { createTerminationMessageFileFor } from './termination-message.js';
 import type { HandlerRunner } from './hooks.js';
 import type { PodKiller } from './kill.js';
 import { latestByName } from './pod-actions.js';
@@ -49,6 +51,8 @@ export interface StartPlace {
   sandboxID: string;
   sandboxConfig: cri.PodSandboxConfig;
   podIPs: string[];
+  /** The kubelet's volume and /etc/hosts mounts for a container (PodSyncExtras.containerMounts). */
+  containerMounts?: PodSyncExtras['containerMounts'];
 }
 
 export class ContainerStarter {
@@ -91,11 +95,19 @@ export class ContainerStarter {
     let config: cri.ContainerConfig;
     try {
       const terminationMessageHostPath = c.terminationMessagePath
-        ? await createTerminationMessageFile(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name))
+        ? await createTerminationMessageFileFor(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name), restartCount)
         : undefined;
+      const containerPodIPs = hostNetwork ? this.opts.hostIPs() : podIPs;
+      let mounts: cri.MountInput[] | undefined;
+      if (place.containerMounts) {
+        // the environment again, for subPathExpr; generateContainerConfig builds it the same way
+        const { envs } = makeEnvironment(pod, c, { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs: containerPodIPs });
+        mounts = await place.containerMounts(c, envs, containerPodIPs);
+      }
       config = generateContainerConfig(pod, c, restartCount, {
+        mounts,
         terminationMessageHostPath,
-        podIPs: hostNetwork ? this.opts.hostIPs() : podIPs,
+        podIPs: containerPodIPs,
         hostIPs: this.opts.hostIPs(),
         nodeName: this.opts.nodeName,
         imageRef,

@@ -85,6 +85,19 @@ export interface PodSyncResult {
   errors: string[];
 }
 
+/** What the kubelet adds to one sync of a pod: its resolver config and its containers' mounts. */
+export interface PodSyncExtras {
+  /** The sandbox's DNS config (upstream: the DNS configurer's GetPodDNS). */
+  dns?: import('./cri-types.js').DNSConfig;
+  /** For setHostnameAsFQDN. */
+  clusterDomain?: string;
+  /**
+   * The container's volume mounts and /etc/hosts (upstream makeMounts), given its environment
+   * (for subPathExpr) and the pod's IPs. A throw is the container's CreateContainerConfigError.
+   */
+  containerMounts?: (container: import('../api/types.js').Container, envs: readonly { key: string; value: string }[], podIPs: string[]) => Promise<import('./cri-types.js').MountInput[]>;
+}
+
 /**
  * The container runtime as the kubelet drives it (upstream: kubecontainer.Runtime). The
  * RuntimeManager implements it over the CRI; tests hand the kubelet a double.
@@ -93,7 +106,7 @@ export interface KubeletRuntime {
   /** The full runtime status of one pod. */
   getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus>;
   /** Brings the pod to what its spec asks, as far as one pass can. */
-  syncPod(pod: import('../api/types.js').Pod, status: RuntimePodStatus): Promise<PodSyncResult>;
+  syncPod(pod: import('../api/types.js').Pod, status: RuntimePodStatus, extras?: PodSyncExtras): Promise<PodSyncResult>;
   /** Stops every container of the pod and its sandboxes (the pod is undefined for orphans). */
   killPod(pod: import('../api/types.js').Pod | undefined, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void>;
   /** Removes every container and sandbox the runtime holds for the pod. */

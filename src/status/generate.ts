@@ -15,6 +15,7 @@ import type {
 } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from '../runtime/types.js';
 import { latestAttempt, shouldContainerBeRestarted } from '../runtime/restart-policy.js';
+import { terminationMessageBudget } from '../runtime/termination-message.js';
 import {
   generateContainersReadyCondition,
   generatePodInitializedCondition,
@@ -375,6 +376,7 @@ export function generateAPIPodStatus(inputs: StatusInputs): PodStatus {
 
   // The start time never changes once set.
   s.startTime = oldStatus.startTime || nowRFC;
+  truncateTerminationMessages(pod, s);
 
   return orderStatusFields(s);
 }
@@ -427,4 +429,18 @@ export function podStatusEqual(a: PodStatus, b: PodStatus): boolean {
   }
   const rest = (s: PodStatus): unknown => normalize({ ...s, conditions: undefined });
   return JSON.stringify(rest(a)) === JSON.stringify(rest(b));
+}
+
+/** The pod's 12 KiB of termination messages shared by its containers (upstream normalizeStatus). */
+function truncateTerminationMessages(pod: Pod, s: PodStatus): void {
+  const count = (pod.spec.containers?.length ?? 0) + (pod.spec.initContainers?.length ?? 0)
+    + (Array.isArray(pod.spec.ephemeralContainers) ? pod.spec.ephemeralContainers.length : 0);
+  const budget = terminationMessageBudget(count);
+  for (const cs of [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])]) {
+    for (const st of [cs.state, cs.lastState]) {
+      const t = st?.terminated;
+      // upstream cuts bytes of the Go string; a cut inside a character is dropped whole here
+      if (t?.message && Buffer.byteLength(t.message) > budget) t.message = Buffer.from(t.message).subarray(0, budget).toString('utf8').replace(/\uFFFD$/, '');
+    }
+  }
 }

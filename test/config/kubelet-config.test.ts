@@ -173,8 +173,6 @@ describe('a kubeadm-generated config', () => {
     const names = notImplementedWarnings(config, defaultKubeletConfig());
     assert.deepEqual(names.sort(), [
       'field authentication.x509.clientCAFile is not implemented by kubelet-ts yet; ignored',
-      'field clusterDNS is not implemented by kubelet-ts yet; ignored',
-      'field clusterDomain is not implemented by kubelet-ts yet; ignored',
     ]);
   });
 

@@ -1,0 +1,181 @@
+// Pod DNS (upstream pkg/kubelet/network/dns): the sandbox's resolver config from the pod's
+// dnsPolicy and dnsConfig, the kubelet's clusterDNS/clusterDomain and the host's resolv.conf,
+// cut to the resolver's limits (3 nameservers, 32 search domains, a 2048-character search line,
+// no domain over 253 characters) with the DNSConfigForming warning upstream records.
+
+import { readFile } from 'node:fs/promises';
+import { isIPv6 } from 'node:net';
+import type { Pod } from '../api/types.js';
+import type { DNSConfig } from '../runtime/cri-types.js';
+import { KubeletError } from '../util/errors.js';
+
+export const MAX_DNS_NAMESERVERS = 3;
+export const MAX_DNS_SEARCH_PATHS = 32;
+export const MAX_DNS_SEARCH_LIST_CHARS = 2048;
+const DNS1123_SUBDOMAIN_MAX_LENGTH = 253;
+const DEFAULT_DNS_OPTIONS = ['ndots:5'];
+
+export class ResolvConfError extends KubeletError {
+  constructor(readonly file: string, message: string, options?: { cause?: unknown }) {
+    super('ERR_RESOLV_CONF', `${file}: ${message}`, options);
+  }
+}
+
+export interface HostDNS {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+/** nameserver, search and options lines of a resolv.conf (upstream parseResolvConf). */
+export function parseResolvConf(text: string): HostDNS {
+  const out: HostDNS = { servers: [], searches: [], options: [] };
+  for (let line of text.split('\n')) {
+    const hash = line.search(/[#;]/);
+    if (hash >= 0) line = line.slice(0, hash);
+    const fields = line.trim().split(/\s+/).filter(Boolean);
+    if (fields.length === 0) continue;
+    if (fields[0] === 'nameserver' && fields.length >= 2) out.servers.push(fields[1]!);
+    if (fields[0] === 'search') {
+      // the last search line wins; a lone "." means none
+      out.searches = fields.slice(1).filter((s) => s !== '.').map((s) => s.replace(/\.$/, ''));
+    }
+    if (fields[0] === 'options') out.options = mergeOptionStrings(out.options, fields.slice(1));
+  }
+  return out;
+}
+
+function omitDuplicates(list: readonly string[]): string[] {
+  return [...new Set(list)];
+}
+
+function mergeOptionStrings(existing: readonly string[], more: readonly string[]): string[] {
+  const m = new Map<string, string>();
+  for (const o of [...existing, ...more]) {
+    const i = o.indexOf(':');
+    if (i >= 0) m.set(o.slice(0, i), o.slice(i + 1));
+    else m.set(o, '');
+  }
+  return [...m].map(([k, v]) => (v ? `${k}:${v}` : k));
+}
+
+export type PodDNSType = 'cluster' | 'host' | 'none';
+
+export interface DNSConfigurerOptions {
+  clusterDNS: string[];
+  clusterDomain: string;
+  /** The resolv.conf host-DNS pods inherit; '' gives them the node's loopback resolver. */
+  resolvConf: string;
+  nodeIPs: () => string[];
+  /** Records a Warning event about the pod (DNSConfigForming, MissingClusterDNS). */
+  event?: (pod: Pod, reason: string, message: string) => void;
+  readFile?: (path: string) => Promise<string>;
+}
+
+export class DNSConfigurer {
+  constructor(private readonly opts: DNSConfigurerOptions) {}
+
+  /** upstream getPodDNSType. */
+  podDNSType(pod: Pod): PodDNSType {
+    const policy = pod.spec.dnsPolicy || 'ClusterFirst';
+    const wantsCluster = policy === 'ClusterFirstWithHostNet' || (policy === 'ClusterFirst' && !pod.spec.hostNetwork);
+    if (policy === 'None') return 'none';
+    if (wantsCluster) {
+      if (this.opts.clusterDNS.length === 0) {
+        this.opts.event?.(pod, 'MissingClusterDNS', `pod: "${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})". kubelet does not have ClusterDNS IP configured and cannot create Pod using "${policy}" policy. Falling back to "Default" policy.`);
+        return 'host';
+      }
+      return 'cluster';
+    }
+    return 'host';
+  }
+
+  private async hostDNS(): Promise<HostDNS> {
+    if (!this.opts.resolvConf) return { servers: [], searches: [], options: [] };
+    const read = this.opts.readFile ?? ((p: string) => readFile(p, 'utf8'));
+    try {
+      return parseResolvConf(await read(this.opts.resolvConf));
+    } catch (err) {
+      throw new ResolvConfError(this.opts.resolvConf, `cannot read the resolver config: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** The sandbox's DNSConfig (upstream GetPodDNS). */
+  async podDNS(pod: Pod): Promise<DNSConfig> {
+    const type = this.podDNSType(pod);
+    const host = await this.hostDNS();
+    let cfg: Required<DNSConfig>;
+    switch (type) {
+      case 'none':
+        cfg = { servers: [], searches: [], options: [] };
+        break;
+      case 'cluster':
+        cfg = { servers: [...this.opts.clusterDNS], searches: this.clusterFirstSearches(host.searches, pod), options: [...DEFAULT_DNS_OPTIONS] };
+        break;
+      default:
+        cfg = { servers: host.servers, searches: host.searches, options: host.options };
+        if (!this.opts.resolvConf) {
+          // no resolv.conf: the node's own resolver, and no search
+          const ips = this.opts.nodeIPs();
+          cfg.servers = ips.length ? ips.map((ip) => (isIPv6(ip) ? '::1' : '127.0.0.1')) : ['127.0.0.1'];
+          cfg.searches = ['.'];
+        }
+    }
+    const extra = pod.spec.dnsConfig;
+    if (extra) {
+      cfg.servers = omitDuplicates([...cfg.servers, ...(extra.nameservers ?? [])]);
+      cfg.searches = omitDuplicates([...cfg.searches, ...(extra.searches ?? [])]);
+      cfg.options = mergeOptionStrings(cfg.options, (extra.options ?? []).map((o) => (o.value !== undefined && o.value !== null ? `${o.name}:${o.value}` : o.name)));
+    }
+    cfg.servers = this.fitNameservers(cfg.servers, pod);
+    cfg.searches = this.fitSearches(cfg.searches, pod);
+    return cfg;
+  }
+
+  private clusterFirstSearches(hostSearches: readonly string[], pod: Pod): string[] {
+    const domain = this.opts.clusterDomain;
+    if (!domain) return [...hostSearches];
+    const ns = pod.metadata.namespace ?? '';
+    return omitDuplicates([`${ns}.svc.${domain}`, `svc.${domain}`, domain, ...hostSearches]);
+  }
+
+  private fitNameservers(servers: string[], pod: Pod): string[] {
+    if (servers.length <= MAX_DNS_NAMESERVERS) return servers;
+    const kept = servers.slice(0, MAX_DNS_NAMESERVERS);
+    this.opts.event?.(pod, 'DNSConfigForming', `Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: ${kept.join(' ')}`);
+    return kept;
+  }
+
+  private fitSearches(searches: string[], pod: Pod): string[] {
+    const { kept, exceeded } = fitSearchLimits(searches);
+    if (exceeded) this.opts.event?.(pod, 'DNSConfigForming', `Search Line limits were exceeded, some search paths have been omitted, the applied search line is: ${kept.join(' ')}`);
+    return kept;
+  }
+}
+
+/** upstream formDNSSearchFitsLimits, without the event. */
+export function fitSearchLimits(searches: readonly string[]): { kept: string[]; exceeded: boolean } {
+  let exceeded = false;
+  let kept = [...searches];
+  if (kept.length > MAX_DNS_SEARCH_PATHS) {
+    kept = kept.slice(0, MAX_DNS_SEARCH_PATHS);
+    exceeded = true;
+  }
+  // glibc aborts on a search domain over 255 characters: drop them
+  const short = kept.filter((s) => s.length <= DNS1123_SUBDOMAIN_MAX_LENGTH);
+  if (short.length !== kept.length) exceeded = true;
+  kept = short;
+  const lineLen = kept.join(' ').length;
+  if (lineLen > MAX_DNS_SEARCH_LIST_CHARS) {
+    let cutNum = 0;
+    let cutLen = 0;
+    for (let i = kept.length - 1; i >= 0; i--) {
+      cutLen += kept[i]!.length + 1;
+      cutNum++;
+      if (lineLen - cutLen <= MAX_DNS_SEARCH_LIST_CHARS) break;
+    }
+    kept = kept.slice(0, kept.length - cutNum);
+    exceeded = true;
+  }
+  return { kept, exceeded };
+}

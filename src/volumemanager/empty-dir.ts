@@ -1,0 +1,38 @@
+// The emptyDir plugin (upstream pkg/volume/emptydir): a directory under the pod's volumes dir,
+// mode 0777 whatever the umask; `medium: Memory` mounts a tmpfs there, capped at sizeLimit.
+
+import { chmod, mkdir } from 'node:fs/promises';
+import { parseQuantity } from '../api/quantity.js';
+import { confinedJoin } from '../util/safe-path.js';
+import { VolumeSetupError } from './errors.js';
+import type { Mounter } from './mounter.js';
+
+export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
+
+/** Sets up the emptyDir at `<podDir>/volumes/kubernetes.io~empty-dir/<name>`; returns its path. */
+export async function setUpEmptyDir(podDirectory: string, volumeName: string, source: { medium?: string; sizeLimit?: string | number }, mounter: Mounter): Promise<string> {
+  const dir = confinedJoin(podDirectory, 'volumes', EMPTY_DIR_PLUGIN, volumeName);
+  const medium = source.medium ?? '';
+  if (medium !== '' && medium !== 'Memory') {
+    throw new VolumeSetupError(volumeName, `emptyDir medium ${JSON.stringify(medium)} of volume "${volumeName}" is not supported (only "" and "Memory")`);
+  }
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    if (medium === 'Memory') {
+      const mounted = (await mounter.list()).some((m) => m.mountPoint === dir && m.fsType === 'tmpfs');
+      if (!mounted) {
+        let size: number | undefined;
+        if (source.sizeLimit !== undefined && source.sizeLimit !== '') {
+          size = parseQuantity(source.sizeLimit).value();
+        }
+        await mounter.mountTmpfs(dir, size && size > 0 ? size : undefined);
+      }
+    }
+    // upstream: the volume is 0777 so any container user can write
+    await chmod(dir, 0o777);
+    return dir;
+  } catch (err) {
+    if (err instanceof VolumeSetupError) throw err;
+    throw new VolumeSetupError(volumeName, `emptyDir volume "${volumeName}": ${(err as Error).message}`, { cause: err });
+  }
+}

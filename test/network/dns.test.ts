@@ -1,0 +1,134 @@
+// Pod DNS config generation, table-driven after upstream's dns_test.go cases.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Pod } from '../../src/api/types.js';
+import { DNSConfigurer, fitSearchLimits, parseResolvConf, type DNSConfigurerOptions } from '../../src/network/dns.js';
+
+const HOST_RESOLV = 'nameserver 192.168.0.10\nnameserver 192.168.0.11 # comment\nsearch corp.example. lab.example\noptions timeout:2 rotate\n';
+
+function pod(spec: Partial<Pod['spec']> = {}): Pod {
+  return { metadata: { name: 'web', namespace: 'prod', uid: 'u1' }, spec: { containers: [], ...spec } } as Pod;
+}
+
+function configurer(o: Partial<DNSConfigurerOptions> = {}, events: string[] = []): DNSConfigurer {
+  return new DNSConfigurer({
+    clusterDNS: ['10.96.0.10'],
+    clusterDomain: 'cluster.local',
+    resolvConf: '/etc/resolv.conf',
+    nodeIPs: () => ['192.168.0.2'],
+    readFile: async () => HOST_RESOLV,
+    event: (_p, reason, message) => void events.push(`${reason}: ${message}`),
+    ...o,
+  });
+}
+
+describe('parseResolvConf', () => {
+  it('reads nameservers, the search line (trailing dots dropped) and options, skipping comments', () => {
+    assert.deepEqual(parseResolvConf(HOST_RESOLV + '; another comment\n#nameserver 9.9.9.9\n'), {
+      servers: ['192.168.0.10', '192.168.0.11'],
+      searches: ['corp.example', 'lab.example'],
+      options: ['timeout:2', 'rotate'],
+    });
+  });
+});
+
+describe('pod DNS', () => {
+  const cases: { name: string; spec: Partial<Pod['spec']>; opts?: Partial<DNSConfigurerOptions>; want: { servers: string[]; searches: string[]; options: string[] } }[] = [
+    {
+      name: 'ClusterFirst: cluster DNS, cluster search domains then the host\'s, ndots:5',
+      spec: { dnsPolicy: 'ClusterFirst' },
+      want: { servers: ['10.96.0.10'], searches: ['prod.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example', 'lab.example'], options: ['ndots:5'] },
+    },
+    {
+      name: 'unset policy is ClusterFirst',
+      spec: {},
+      want: { servers: ['10.96.0.10'], searches: ['prod.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example', 'lab.example'], options: ['ndots:5'] },
+    },
+    {
+      name: 'ClusterFirst on the host network falls back to the host\'s resolver',
+      spec: { dnsPolicy: 'ClusterFirst', hostNetwork: true },
+      want: { servers: ['192.168.0.10', '192.168.0.11'], searches: ['corp.example', 'lab.example'], options: ['timeout:2', 'rotate'] },
+    },
+    {
+      name: 'ClusterFirstWithHostNet on the host network uses cluster DNS',
+      spec: { dnsPolicy: 'ClusterFirstWithHostNet', hostNetwork: true },
+      want: { servers: ['10.96.0.10'], searches: ['prod.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example', 'lab.example'], options: ['ndots:5'] },
+    },
+    {
+      name: 'Default: the host\'s resolver',
+      spec: { dnsPolicy: 'Default' },
+      want: { servers: ['192.168.0.10', '192.168.0.11'], searches: ['corp.example', 'lab.example'], options: ['timeout:2', 'rotate'] },
+    },
+    {
+      name: 'Default with resolvConf "": the node\'s loopback resolver and no search',
+      spec: { dnsPolicy: 'Default' },
+      opts: { resolvConf: '' },
+      want: { servers: ['127.0.0.1'], searches: ['.'], options: [] },
+    },
+    {
+      name: 'None with dnsConfig: only what the pod says',
+      spec: { dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1'], searches: ['my.dns.search.suffix'], options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }] } },
+      want: { servers: ['1.1.1.1'], searches: ['my.dns.search.suffix'], options: ['ndots:2', 'edns0'] },
+    },
+    {
+      name: 'ClusterFirst with dnsConfig: merged, duplicates dropped, the pod\'s option wins',
+      spec: { dnsConfig: { nameservers: ['10.96.0.10', '8.8.8.8'], searches: ['cluster.local', 'extra'], options: [{ name: 'ndots', value: '1' }] } },
+      want: { servers: ['10.96.0.10', '8.8.8.8'], searches: ['prod.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example', 'lab.example', 'extra'], options: ['ndots:1'] },
+    },
+    {
+      name: 'no clusterDomain: the host search list alone',
+      spec: {},
+      opts: { clusterDomain: '' },
+      want: { servers: ['10.96.0.10'], searches: ['corp.example', 'lab.example'], options: ['ndots:5'] },
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      assert.deepEqual(await configurer(c.opts).podDNS(pod(c.spec)), c.want);
+    });
+  }
+
+  it('ClusterFirst without clusterDNS falls back to Default with a MissingClusterDNS event', async () => {
+    const events: string[] = [];
+    const got = await configurer({ clusterDNS: [] }, events).podDNS(pod());
+    assert.deepEqual(got.servers, ['192.168.0.10', '192.168.0.11']);
+    assert.equal(events.length, 1);
+    assert.match(events[0]!, /^MissingClusterDNS: pod: "web_prod\(u1\)". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.$/);
+  });
+
+  it('keeps 3 nameservers and says so', async () => {
+    const events: string[] = [];
+    const got = await configurer({}, events).podDNS(pod({ dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1', '2.2.2.2', '3.3.3.3', '4.4.4.4'] } }));
+    assert.deepEqual(got.servers, ['1.1.1.1', '2.2.2.2', '3.3.3.3']);
+    assert.deepEqual(events, ['DNSConfigForming: Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 1.1.1.1 2.2.2.2 3.3.3.3']);
+  });
+
+  it('an unreadable resolv.conf is an error naming the file', async () => {
+    await assert.rejects(configurer({ readFile: async () => { throw new Error('ENOENT'); } }).podDNS(pod({ dnsPolicy: 'Default' })), /\/etc\/resolv.conf: cannot read the resolver config/);
+  });
+});
+
+describe('search line limits (upstream formDNSSearchFitsLimits)', () => {
+  const d = (n: number, len: number): string[] => Array.from({ length: n }, (_, i) => `${String(i).padStart(2, '0')}${'a'.repeat(len - 2)}`);
+  const cases: { name: string; in: string[]; kept: number; exceeded: boolean }[] = [
+    { name: '32 short domains fit', in: d(32, 10), kept: 32, exceeded: false },
+    { name: '33 domains: the 33rd goes', in: d(33, 10), kept: 32, exceeded: true },
+    { name: 'a 2048-character line fits', in: d(8, 255).map((s) => s.slice(0, 253)).slice(0, 8).concat([]), kept: 8, exceeded: false },
+    { name: 'a line over 2048 characters loses domains from the end', in: d(20, 200), kept: 10, exceeded: true },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const got = fitSearchLimits(c.in);
+      assert.equal(got.kept.length, c.kept);
+      assert.equal(got.exceeded, c.exceeded);
+      assert.deepEqual(got.kept, c.in.slice(0, c.kept));
+      assert.ok(got.kept.join(' ').length <= 2048);
+    });
+  }
+
+  it('drops a domain over 253 characters and keeps the others in order', () => {
+    const long = 'x'.repeat(254);
+    assert.deepEqual(fitSearchLimits(['a', long, 'b']), { kept: ['a', 'b'], exceeded: true });
+  });
+});
