@@ -213,7 +213,11 @@ export class NodeStatusManager {
     const changed = labelsChanged || nodeStatusHasChanged(original.status, node.status);
     if (!changed && this.clock.now() - this.lastStatusReport < this.reportFrequencyMs) return;
     const patch = nodeStatusPatch(original, node);
-    if (!patch) return;
+    // Nothing differs, heartbeats included: the API server holds this very status (as just registered).
+    if (!patch) {
+      this.lastStatusReport = this.clock.now();
+      return;
+    }
     this.latest = await this.o.client.patch<Node>(`${this.path}/status`, 'strategic', patch, { signal, maxRetries: 0 });
     this.lastStatusReport = this.clock.now();
   }
