@@ -102,19 +102,19 @@ function thresholdQuantity(value: string, capacity: string | undefined): Quantit
 
 /**
  * The node allocatable reservation (container manager GetNodeAllocatableReservation): per
- * capacity resource, systemReserved + kubeReserved + the hard eviction threshold of
+ * capacity resource, the reservations (systemReserved, kubeReserved) + the hard eviction threshold of
  * memory.available (memory) and nodefs.available (ephemeral-storage).
  */
-export function allocatableReservation(capacity: ResourceList, o: { kubeReserved?: ResourceList; systemReserved?: ResourceList; evictionHard?: Record<string, string> }): ResourceList {
+export function allocatableReservation(capacity: ResourceList, reserved: (ResourceList | undefined)[], evictionHard: Record<string, string> = {}): ResourceList {
   const eviction: Record<string, Quantity> = {};
-  for (const [signal, value] of Object.entries(o.evictionHard ?? {})) {
+  for (const [signal, value] of Object.entries(evictionHard)) {
     const resource = signal === 'memory.available' ? 'memory' : signal === 'nodefs.available' ? 'ephemeral-storage' : undefined;
     if (resource) eviction[resource] = thresholdQuantity(value, capacity[resource]);
   }
   const out: ResourceList = {};
   for (const k of Object.keys(capacity)) {
     let v = new Quantity(0n);
-    for (const part of [o.systemReserved?.[k], o.kubeReserved?.[k]]) if (part !== undefined) v = v.add(parseQuantity(part));
+    for (const r of reserved) if (r?.[k] !== undefined) v = v.add(parseQuantity(r[k]!));
     if (eviction[k]) v = v.add(eviction[k]!);
     if (!v.isZero()) out[k] = v.toString();
   }

@@ -131,7 +131,7 @@ export class NodeStatusManager {
     if (machine instanceof Error) this.log.error('Error getting machine info', { err: machine.message });
     setMachineInfo(node, machine, {
       maxPods: o.maxPods ?? 110, podsPerCore: o.podsPerCore ?? 0, recordEvent: o.recordEvent,
-      reserved: (capacity) => allocatableReservation(capacity, { kubeReserved: o.kubeReserved, systemReserved: o.systemReserved, evictionHard: o.evictionHard }),
+      reserved: (capacity) => allocatableReservation(capacity, [o.systemReserved, o.kubeReserved], o.evictionHard),
     });
     if (!(machine instanceof Error)) {
       setVersionInfo(node, { kernelVersion: machine.kernelVersion, osImage: machine.osImage, runtime, kubeletVersion: o.kubeletVersion });

@@ -25,7 +25,7 @@ describe('capacity and allocatable', () => {
     assert.equal(hugePageResourceName(1048576), 'hugepages-1Gi');
   });
 
-  const cases: { name: string; capacity: Record<string, string>; o: Parameters<typeof allocatableReservation>[1]; want: Record<string, string> }[] = [
+  const cases: { name: string; capacity: Record<string, string>; o: { kubeReserved?: Record<string, string>; systemReserved?: Record<string, string>; evictionHard?: Record<string, string> }; want: Record<string, string> }[] = [
     {
       name: 'upstream defaults: memory less 100Mi, ephemeral-storage less 10%',
       capacity: { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi' },
@@ -53,7 +53,7 @@ describe('capacity and allocatable', () => {
   ];
   for (const c of cases) {
     it(c.name, () => {
-      assert.deepEqual(allocatable(c.capacity, allocatableReservation(c.capacity, c.o)), c.want);
+      assert.deepEqual(allocatable(c.capacity, allocatableReservation(c.capacity, [c.o.systemReserved, c.o.kubeReserved], c.o.evictionHard)), c.want);
     });
   }
 
