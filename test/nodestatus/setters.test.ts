@@ -123,6 +123,16 @@ describe('conditions', () => {
       message: 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized',
     },
     {
+      name: 'runtime not ready (CRI Status RuntimeReady false)',
+      setup: () => {
+        const s = new RuntimeState(clock);
+        s.observeRuntimeStatus([{ type: 'RuntimeReady', status: true, reason: '', message: '' }, { type: 'NetworkReady', status: true, reason: '', message: '' }]);
+        s.observeRuntimeStatus([{ type: 'RuntimeReady', status: false, reason: 'Broken', message: 'shim gone' }, { type: 'NetworkReady', status: true, reason: '', message: '' }]);
+        return s.readyErrors();
+      },
+      message: 'container runtime not ready: RuntimeReady=false reason:Broken message:shim gone',
+    },
+    {
       name: 'runtime down and PLEG unhealthy together',
       setup: () => ['container runtime is down', 'PLEG is not healthy: pleg has yet to be successful'],
       message: '[container runtime is down, PLEG is not healthy: pleg has yet to be successful]',
