@@ -30,7 +30,7 @@ export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
 export type PodCgroups = Pick<PodContainerManager, 'ensureExists' | 'remove' | 'listPodCgroups' | 'podCgroupName'>;
 
 /** The OOM watcher as the kubelet uses it. */
-export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch'> & {
+export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch' | 'watched'> & {
   /** Watches a started container's cgroup (name relative to the cgroup root). */
   watchContainer(podUID: string, containerName: string, containerID: string, cgroupName: string, meta: { podName?: string; podNamespace?: string }): Promise<{ error?: string }>;
 };
@@ -123,6 +123,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
         stop: () => w.stop(),
         oomKills: (id) => w.oomKills(id),
         unwatch: (id) => w.unwatch(id),
+        watched: () => w.watched(),
         watchContainer: (podUID, name, id, cgroupName, meta) => w.watchContainer(podUID, name, id, cgroupRefFor(mounts, cgroupName), meta),
       };
     },

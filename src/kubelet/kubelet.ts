@@ -127,6 +127,7 @@ export class Kubelet {
       podWorkers: this.podWorkers,
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
+      onContainerRemoved: (id) => this.oom?.unwatch(id),
     });
   }
 
@@ -215,6 +216,7 @@ export class Kubelet {
       pleg: this.plegs!.pleg,
       cgroups: this.cgroups,
       statusManager: this.statusManager,
+      oom: this.oom,
       caches: [this.syncer.reasonCache],
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
     });
