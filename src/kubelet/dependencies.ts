@@ -16,7 +16,7 @@ import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js'
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
-import { discoverCgroupMounts, cgroupRefFor } from '../cgroups/index.js';
+import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
@@ -75,7 +75,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const hostIPs = flags.nodeIP?.length ? [...flags.nodeIP] : defaultHostIPs();
   const memoryCapacityBytes = await readMemoryCapacity();
   const mounts = await discoverCgroupMounts();
-  const cgroups = new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log });
+  const cgroups = podCgroupManager(config, mounts, log);
   await mkdir(join(flags.rootDir, 'pods'), { recursive: true });
   const metrics = new Registry();
   const images = new ImageManager({
@@ -129,6 +129,11 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
     },
     podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
+}
+
+/** The pod cgroup manager the config asks for (cgroupRoot, podPidsLimit). */
+export function podCgroupManager(config: Pick<KubeletConfig, 'cgroupRoot' | 'podPidsLimit'>, mounts: CgroupMounts, log: Logger): PodContainerManager {
+  return new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log, podPidsLimit: config.podPidsLimit });
 }
 
 function defaultHostIPs(): string[] {
