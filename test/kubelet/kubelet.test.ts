@@ -187,3 +187,27 @@ test('housekeeping unwatches containers a later PLEG list no longer shows (a dro
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('the syncloop check passes before the loop has started (as upstream) and fails once it is stale or stopped', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-kubelet-'));
+  const h = harness(dir);
+  const k = new Kubelet({ config: h.config, flags: h.flags, deps: h.deps });
+  const syncloop = () => k.healthChecks().find((c) => c.name === 'syncloop');
+  try {
+    assert.deepEqual(syncloop(), { name: 'syncloop', ok: true, message: 'ok' });
+    await k.start();
+    assert.equal(syncloop()?.ok, true);
+    // The loop's tick stops being handled (a wedged loop): stale after max(2 x syncFrequency, 5 min).
+    const max = Math.max(2 * h.config.syncFrequency, 5 * 60_000);
+    (k as unknown as { syncLoop: { handleSyncTick(): void } }).syncLoop.handleSyncTick = () => undefined;
+    (k as unknown as { housekeeping(): Promise<void> }).housekeeping = async () => undefined;
+    h.clock.step(max + 1_000);
+    await settle();
+    assert.equal(syncloop()?.ok, false);
+    assert.match(syncloop()!.message, /sync Loop took longer than expected/);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  assert.equal(syncloop()?.ok, false, 'stopped');
+});
