@@ -1,10 +1,12 @@
 // Housekeeping (upstream: HandlePodCleanups): every 2s, once all sources were seen and the
 // runtime is up, kill the pods the runtime runs that no source wants, remove pod cgroups
-// nobody owns, forget finished pod workers and drop what is kept for pods that are gone,
+// nobody owns, forget finished pod workers and drop what is kept for pods that are gone
+// (statuses, start failures, quiet backoff entries),
 // including OOM watches of containers the runtime no longer has (restarted or removed by it).
 
 import type { Pod } from '../api/types.js';
 import type { PodLifecycleEventGenerator } from '../pleg/index.js';
+import type { KubeletRuntime } from '../runtime/types.js';
 import type { StatusManager } from '../status/status-manager.js';
 import type { Logger } from '../util/log.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
@@ -21,6 +23,8 @@ export interface HousekeepingOptions {
   pleg: Pick<PodLifecycleEventGenerator, 'knownPods' | 'lastSeen'>;
   cgroups: Pick<PodCgroups, 'listPodCgroups' | 'remove'>;
   statusManager: Pick<StatusManager, 'removeOrphanedStatuses'>;
+  /** Restart and pull backoff entries are keyed by pod UID: forgotten once quiet. */
+  runtime: Pick<KubeletRuntime, 'gcBackoff'>;
   /** Undefined: no OOM watcher. */
   oom?: Pick<KubeletOomWatcher, 'watched' | 'unwatch'>;
   /** Per-pod caches to trim to the live pods. */
@@ -54,6 +58,7 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   const live = new Set([...desired, ...o.podWorkers.knownPods()]);
   o.statusManager.removeOrphanedStatuses(live);
   for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
+  o.runtime.gcBackoff();
   if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
 }
 

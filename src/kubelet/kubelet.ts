@@ -216,6 +216,7 @@ export class Kubelet {
       pleg: this.plegs!.pleg,
       cgroups: this.cgroups,
       statusManager: this.statusManager,
+      runtime: this.runtime,
       oom: this.oom,
       caches: [this.syncer.reasonCache],
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,

@@ -92,6 +92,10 @@ export class RuntimeRecorder implements KubeletRuntime {
   stop(): void {
     this.stopped = true;
   }
+
+  gcBackoff(): void {
+    this.calls.push('gcBackoff');
+  }
 }
 
 export class PlegDouble implements PodLifecycleEventGenerator {
