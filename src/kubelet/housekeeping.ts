@@ -1,8 +1,8 @@
 // Housekeeping (upstream: HandlePodCleanups): every 2s, once all sources were seen and the
 // runtime is up, kill the pods the runtime runs that no source wants, remove pod cgroups
 // nobody owns, forget finished pod workers and drop what is kept for pods that are gone
-// (statuses, start failures, quiet backoff entries),
-// including OOM watches of containers the runtime no longer has (restarted or removed by it).
+// (statuses, start failures, quiet backoff entries) and the OOM watches of containers the
+// runtime no longer has (restarted or removed behind the kubelet's back).
 
 import type { Pod } from '../api/types.js';
 import type { PodLifecycleEventGenerator } from '../pleg/index.js';
