@@ -62,7 +62,7 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.
   cgroupDriver: 'not-implemented',
   maxPods: 'not-implemented',
-  podPidsLimit: 'not-implemented',
+  podPidsLimit: 'implemented',
   systemReserved: 'not-implemented',
   kubeReserved: 'not-implemented',
   systemReservedCgroup: 'not-implemented',

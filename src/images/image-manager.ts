@@ -84,6 +84,11 @@ export class ImageManager {
    * Makes sure the container's image is present per its pull policy and returns the
    * runtime's image reference (what CreateContainer takes). Throws ImageError.
    */
+  /** Forgets pull backoff entries gone quiet: keys carry the pod UID, so gone pods would stay forever. */
+  gcBackoff(): void {
+    this.backoff.gc();
+  }
+
   async ensureImageExists(pod: Pod, container: Container, sandboxConfig?: PodSandboxConfig): Promise<string> {
     const image = applyDefaultImageTag(container.image ?? '');
     const policy = pullPolicyOf(container);

@@ -16,7 +16,7 @@ import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js'
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
-import { discoverCgroupMounts, cgroupRefFor } from '../cgroups/index.js';
+import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
@@ -30,7 +30,7 @@ export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
 export type PodCgroups = Pick<PodContainerManager, 'ensureExists' | 'remove' | 'listPodCgroups' | 'podCgroupName'>;
 
 /** The OOM watcher as the kubelet uses it. */
-export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch'> & {
+export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch' | 'watched'> & {
   /** Watches a started container's cgroup (name relative to the cgroup root). */
   watchContainer(podUID: string, containerName: string, containerID: string, cgroupName: string, meta: { podName?: string; podNamespace?: string }): Promise<{ error?: string }>;
 };
@@ -75,7 +75,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const hostIPs = flags.nodeIP?.length ? [...flags.nodeIP] : defaultHostIPs();
   const memoryCapacityBytes = await readMemoryCapacity();
   const mounts = await discoverCgroupMounts();
-  const cgroups = new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log });
+  const cgroups = podCgroupManager(config, mounts, log);
   await mkdir(join(flags.rootDir, 'pods'), { recursive: true });
   const metrics = new Registry();
   const images = new ImageManager({
@@ -123,11 +123,17 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
         stop: () => w.stop(),
         oomKills: (id) => w.oomKills(id),
         unwatch: (id) => w.unwatch(id),
+        watched: () => w.watched(),
         watchContainer: (podUID, name, id, cgroupName, meta) => w.watchContainer(podUID, name, id, cgroupRefFor(mounts, cgroupName), meta),
       };
     },
     podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
+}
+
+/** The pod cgroup manager the config asks for (cgroupRoot, podPidsLimit). */
+export function podCgroupManager(config: Pick<KubeletConfig, 'cgroupRoot' | 'podPidsLimit'>, mounts: CgroupMounts, log: Logger): PodContainerManager {
+  return new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log, podPidsLimit: config.podPidsLimit });
 }
 
 function defaultHostIPs(): string[] {

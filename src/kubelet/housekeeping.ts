@@ -1,12 +1,15 @@
 // Housekeeping (upstream: HandlePodCleanups): every 2s, once all sources were seen and the
 // runtime is up, kill the pods the runtime runs that no source wants, remove pod cgroups
-// nobody owns, forget finished pod workers and drop what is kept for pods that are gone.
+// nobody owns, forget finished pod workers and drop what is kept for pods that are gone
+// (statuses, start failures, quiet backoff entries) and the OOM watches of containers the
+// runtime no longer has (restarted or removed behind the kubelet's back).
 
 import type { Pod } from '../api/types.js';
 import type { PodLifecycleEventGenerator } from '../pleg/index.js';
+import type { KubeletRuntime } from '../runtime/types.js';
 import type { StatusManager } from '../status/status-manager.js';
 import type { Logger } from '../util/log.js';
-import type { PodCgroups } from './dependencies.js';
+import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import type { PodManager } from './pod-manager.js';
 import type { PodWorkers } from './pod-workers.js';
 
@@ -17,9 +20,13 @@ export interface HousekeepingOptions {
   log: Logger;
   podManager: PodManager;
   podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'knownPods' | 'forgetFinished'>;
-  pleg: Pick<PodLifecycleEventGenerator, 'knownPods'>;
+  pleg: Pick<PodLifecycleEventGenerator, 'knownPods' | 'lastSeen'>;
   cgroups: Pick<PodCgroups, 'listPodCgroups' | 'remove'>;
   statusManager: Pick<StatusManager, 'removeOrphanedStatuses'>;
+  /** Restart and pull backoff entries are keyed by pod UID: forgotten once quiet. */
+  runtime: Pick<KubeletRuntime, 'gcBackoff'>;
+  /** Undefined: no OOM watcher. */
+  oom?: Pick<KubeletOomWatcher, 'watched' | 'unwatch'>;
   /** Per-pod caches to trim to the live pods. */
   caches: Map<string, unknown>[];
   /** Housekeeping waits for every source's first list and a running runtime. */
@@ -51,4 +58,25 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   const live = new Set([...desired, ...o.podWorkers.knownPods()]);
   o.statusManager.removeOrphanedStatuses(live);
   for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
+  o.runtime.gcBackoff();
+  if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
+}
+
+/**
+ * Unwatches the containers the runtime no longer has. Only a container watched before the
+ * PLEG's last successful list can be judged by it: that list was taken after the container
+ * started, so its absence means it is gone (a ContainerRemoved event may have been dropped).
+ */
+export function unwatchGoneContainers(oom: Pick<KubeletOomWatcher, 'watched' | 'unwatch'>, pleg: Pick<PodLifecycleEventGenerator, 'knownPods' | 'lastSeen'>, log: Logger): void {
+  const listedAt = pleg.lastSeen();
+  if (listedAt === 0) return;
+  const watched = oom.watched().filter((w) => w.since < listedAt);
+  if (watched.length === 0) return;
+  const known = new Set<string>();
+  for (const rp of pleg.knownPods().values()) for (const c of rp.containers) known.add(c.id);
+  for (const w of watched) {
+    if (known.has(w.containerID)) continue;
+    log.v(4).info('Container gone from the runtime; unwatching it for OOM', { containerID: w.containerID, podUID: w.podUID });
+    oom.unwatch(w.containerID);
+  }
 }

@@ -140,6 +140,7 @@ export class Kubelet {
       podWorkers: this.podWorkers,
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
+      onContainerRemoved: (id) => this.oom?.unwatch(id),
     });
   }
 
@@ -228,6 +229,8 @@ export class Kubelet {
       pleg: this.plegs!.pleg,
       cgroups: this.cgroups,
       statusManager: this.statusManager,
+      runtime: this.runtime,
+      oom: this.oom,
       caches: [this.syncer.reasonCache],
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
     });
@@ -289,14 +292,19 @@ export class Kubelet {
   healthChecks(): HealthCheck[] {
     const now = this.clock.now();
     const syncloopMax = Math.max(2 * this.config.syncFrequency, 5 * 60_000);
-    const sinceLoop = now - this.lastSyncLoopIteration;
+    const entered = this.lastSyncLoopIteration;
+    const sinceLoop = now - entered;
     const pleg = this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' };
+    // upstream: a loop never entered yet passes; only a loop not entered for too long fails.
+    // Once stopped, the loop never runs again: that fails at once.
+    const stopped = this.stopping !== undefined;
+    const stale = entered !== 0 && sinceLoop > syncloopMax;
     return [
       { name: 'ping', ok: true, message: 'ok' },
       {
         name: 'syncloop',
-        ok: this.running && sinceLoop <= syncloopMax,
-        message: this.running ? (sinceLoop <= syncloopMax ? 'ok' : `sync Loop took longer than expected (${Math.round(sinceLoop / 1000)}s)`) : 'sync loop is not running',
+        ok: !stopped && !stale,
+        message: stopped ? 'sync loop is not running' : stale ? `sync Loop took longer than expected (${Math.round(sinceLoop / 1000)}s)` : 'ok',
       },
       { name: 'pleg', ok: pleg.ok, message: pleg.message },
       { name: 'runtime', ok: this.runtimeError === undefined, message: this.runtimeError ?? 'ok' },

@@ -22,6 +22,8 @@ export interface SyncLoopOptions {
   workQueue: WorkQueue;
   /** False while the runtime is down: no pod is synced then (upstream's runtime state check). */
   runtimeUp(): boolean;
+  /** Told of every ContainerRemoved event (the OOM watcher forgets the container). */
+  onContainerRemoved?(containerID: string): void;
   /** Runs the PLEG channel's drain after the current batch (default setImmediate). */
   schedule?: (fn: () => void) => void;
 }
@@ -88,6 +90,8 @@ export class SyncLoop {
     const events = this.plegChannel.splice(0);
     const seen = new Set<string>();
     for (const e of events) {
+      // Removed by anyone (the kubelet, the runtime's own GC, a restart behind our back).
+      if (e.type === 'ContainerRemoved' && e.data) this.opts.onContainerRemoved?.(e.data);
       if (!isSyncPodWorthy(e) || seen.has(e.id)) continue;
       seen.add(e.id);
       const pod = this.opts.podManager.getPodByUID(e.id);

@@ -54,6 +54,16 @@ interface WatchedContainer {
   inode?: number;
   watchId?: number;
   kills: number;
+  /** When watchContainer was called (clock ms): a PLEG list taken after it must show the container. */
+  since: number;
+}
+
+/** A watched container as housekeeping reconciles it against the runtime's. */
+export interface WatchedContainerInfo {
+  containerID: string;
+  podUID: string;
+  /** When it was watched (clock ms). */
+  since: number;
 }
 
 export interface WatchContainerMeta {
@@ -212,7 +222,7 @@ export class OomWatcher extends EventEmitter {
   async watchContainer(podUID: string, containerName: string, containerID: string, cgroup: CgroupRef, meta: WatchContainerMeta = {}): Promise<OomWatchResult> {
     const prev = this.containers.get(containerID);
     if (prev) this.disarm(prev);
-    const c: WatchedContainer = { podUID, containerName, containerID, podName: meta.podName, podNamespace: meta.podNamespace, kills: prev?.kills ?? 0 };
+    const c: WatchedContainer = { podUID, containerName, containerID, podName: meta.podName, podNamespace: meta.podNamespace, kills: prev?.kills ?? 0, since: this.clock.now() };
     this.containers.set(containerID, c);
     this.recent.delete(containerID);
     this.cgroupRefs.set(containerID, cgroup);
@@ -230,6 +240,13 @@ export class OomWatcher extends EventEmitter {
     if (this.recent.size > RECENTLY_UNWATCHED) this.recent.delete(this.recent.keys().next().value as string);
     this.counter?.deleteLabelValues(c.containerName, c.containerID, c.podNamespace ?? '', c.podName ?? '');
     this.counts.delete(containerID);
+  }
+
+  /** The watched containers (housekeeping unwatches those the runtime no longer has). */
+  watched(): WatchedContainerInfo[] {
+    const out: WatchedContainerInfo[] = [];
+    for (const c of this.containers.values()) out.push({ containerID: c.containerID, podUID: c.podUID, since: c.since });
+    return out;
   }
 
   /** OOM kills seen per watched container id (what container_oom_events_total exports). */

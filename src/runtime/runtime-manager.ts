@@ -67,6 +67,11 @@ export class RuntimeManager implements KubeletRuntime {
     return this.starter.crashBackoff;
   }
 
+  gcBackoff(): void {
+    this.starter.crashBackoff.gc();
+    this.opts.images.gcBackoff?.();
+  }
+
   backoffKey(pod: Pod, c: Container): string {
     return this.starter.backoffKey(pod, c);
   }

@@ -29,6 +29,8 @@ export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'r
 /** What the starter needs of the image manager. */
 export interface ImageService {
   ensureImageExists(pod: Pod, container: Container, sandboxConfig?: cri.PodSandboxConfig): Promise<string>;
+  /** Forgets pull backoff entries gone quiet (they are per pod UID). */
+  gcBackoff?(): void;
 }
 
 export interface ContainerStarterOptions {

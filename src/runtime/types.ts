@@ -115,4 +115,6 @@ export interface KubeletRuntime {
   removeContainer(containerID: string): Promise<void>;
   /** Abandons in-flight work (hooks, pulls, CRI calls) for shutdown; later calls fail. */
   stop(): void;
+  /** Forgets restart and image pull backoff entries quiet for twice their cap (upstream: backOff.GC in housekeeping). */
+  gcBackoff(): void;
 }

@@ -92,6 +92,10 @@ export class RuntimeRecorder implements KubeletRuntime {
   stop(): void {
     this.stopped = true;
   }
+
+  gcBackoff(): void {
+    this.calls.push('gcBackoff');
+  }
 }
 
 export class PlegDouble implements PodLifecycleEventGenerator {
@@ -102,7 +106,9 @@ export class PlegDouble implements PodLifecycleEventGenerator {
   stop(): void { this.started = false; }
   healthy(): { ok: boolean; message: string } { return { ok: true, message: 'ok' }; }
   knownPods(): ReadonlyMap<string, KnownPod> { return this.known; }
-  lastSeen(): number { return 0; }
+  /** What lastSeen() reports: when the last successful list started (0: none yet). */
+  listedAt = 0;
+  lastSeen(): number { return this.listedAt; }
   async relist(): Promise<void> {}
 }
 
@@ -126,6 +132,14 @@ export class CgroupsDouble {
     for (const [uid, n] of this.cgroups) if (n === name) this.cgroups.delete(uid);
   }
   async listPodCgroups(): Promise<Map<string, string>> { return new Map(this.cgroups); }
+}
+
+/** A pod as the PLEG knows it, with its containers' ids. */
+export function knownPod(uid: string, containerIDs: string[]): KnownPod {
+  return {
+    uid, name: `pod-${uid}`, namespace: 'default', sandboxes: [],
+    containers: containerIDs.map((id) => ({ id, name: 'c', state: 'CONTAINER_RUNNING', createdAt: 0 })),
+  };
 }
 
 export interface Harness {

@@ -7,7 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kubelet, STOP_TIMEOUT_MS } from '../../src/kubelet/kubelet.js';
-import { gate, harness, mkPod, settle, until, type Harness } from './doubles.js';
+import { HOUSEKEEPING_PERIOD_MS } from '../../src/kubelet/housekeeping.js';
+import { OomWatcher } from '../../src/oom/oom-watcher.js';
+import { gate, harness, knownPod, mkPod, settle, until, type Harness } from './doubles.js';
 
 async function started(): Promise<{ h: Harness; k: Kubelet; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'kts-kubelet-'));
@@ -117,4 +119,95 @@ test('a pod removed and re-added with the same UID runs again (static pod file p
     await k.stop();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+/** A kubelet with a real OOM watcher (mode off: no native source; it still keeps its watches). */
+async function startedWithOom(): Promise<{ h: Harness; k: Kubelet; dir: string; oom: OomWatcher }> {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-kubelet-'));
+  const h = harness(dir);
+  let oom!: OomWatcher;
+  h.deps.oomWatcher = (onEvent) => {
+    oom = new OomWatcher({ mode: 'off', clock: h.clock, logger: h.deps.log, onEvent });
+    return {
+      start: () => oom.start(),
+      stop: () => oom.stop(),
+      oomKills: (id) => oom.oomKills(id),
+      unwatch: (id) => oom.unwatch(id),
+      watched: () => oom.watched(),
+      watchContainer: (podUID, name, id, cgroupName, meta) =>
+        oom.watchContainer(podUID, name, id, { version: 2, dir: join(dir, 'no-cgroup', cgroupName) }, meta),
+    };
+  };
+  const k = new Kubelet({ config: h.config, flags: h.flags, deps: h.deps });
+  await k.start();
+  h.plegWiring!.cache.updateTime(Number.MAX_SAFE_INTEGER);
+  return { h, k, dir, oom };
+}
+
+const watchedIDs = (oom: OomWatcher): string[] => oom.watched().map((w) => w.containerID).sort();
+
+test('a container the runtime removed by itself (PLEG ContainerRemoved) is no longer watched for OOM', async () => {
+  const { h, k, dir, oom } = await startedWithOom();
+  try {
+    const pod = mkPod('a');
+    h.sources.onUpdate({ op: 'ADD', pods: [pod], source: 'file' });
+    h.runtimeHooks!.onContainerStarted(pod, 'c', 'c1');
+    h.runtimeHooks!.onContainerStarted(pod, 'c', 'c2');
+    await settle();
+    assert.deepEqual(watchedIDs(oom), ['c1', 'c2']);
+    // The runtime restarted c1 behind the kubelet's back: the PLEG reports it removed.
+    h.plegWiring!.emit({ id: 'a', type: 'ContainerRemoved', data: 'c1' });
+    await settle();
+    assert.deepEqual(watchedIDs(oom), ['c2']);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('housekeeping unwatches containers a later PLEG list no longer shows (a dropped ContainerRemoved)', async () => {
+  const { h, k, dir, oom } = await startedWithOom();
+  try {
+    const pod = mkPod('a');
+    h.sources.onUpdate({ op: 'ADD', pods: [pod], source: 'file' });
+    h.runtimeHooks!.onContainerStarted(pod, 'c', 'gone');
+    h.runtimeHooks!.onContainerStarted(pod, 'c', 'kept');
+    await settle();
+    h.clock.step(10);
+    h.pleg.known.set('a', knownPod('a', ['kept']));
+    h.pleg.listedAt = h.clock.now();
+    // Started after that list: the list cannot know it yet, so it stays watched.
+    h.runtimeHooks!.onContainerStarted(pod, 'c', 'fresh');
+    await settle();
+    h.clock.step(HOUSEKEEPING_PERIOD_MS);
+    await until(() => oom.watched().length === 2, 'housekeeping to unwatch the gone container');
+    assert.deepEqual(watchedIDs(oom), ['fresh', 'kept']);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the syncloop check passes before the loop has started (as upstream) and fails once it is stale or stopped', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-kubelet-'));
+  const h = harness(dir);
+  const k = new Kubelet({ config: h.config, flags: h.flags, deps: h.deps });
+  const syncloop = () => k.healthChecks().find((c) => c.name === 'syncloop');
+  try {
+    assert.deepEqual(syncloop(), { name: 'syncloop', ok: true, message: 'ok' });
+    await k.start();
+    assert.equal(syncloop()?.ok, true);
+    // The loop's tick stops being handled (a wedged loop): stale after max(2 x syncFrequency, 5 min).
+    const max = Math.max(2 * h.config.syncFrequency, 5 * 60_000);
+    (k as unknown as { syncLoop: { handleSyncTick(): void } }).syncLoop.handleSyncTick = () => undefined;
+    (k as unknown as { housekeeping(): Promise<void> }).housekeeping = async () => undefined;
+    h.clock.step(max + 1_000);
+    await settle();
+    assert.equal(syncloop()?.ok, false);
+    assert.match(syncloop()!.message, /sync Loop took longer than expected/);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  assert.equal(syncloop()?.ok, false, 'stopped');
 });

@@ -126,6 +126,7 @@ function hk(over: Partial<HousekeepingOptions> = {}) {
   const updates: string[] = [];
   const known = new Set<string>();
   let forgot = 0;
+  let backoffGCs = 0;
   const reasonCache = new Map<string, unknown>();
   const opts: HousekeepingOptions = {
     log: loggerDouble(),
@@ -139,11 +140,12 @@ function hk(over: Partial<HousekeepingOptions> = {}) {
     pleg,
     cgroups,
     statusManager,
+    runtime: { gcBackoff: () => void backoffGCs++ },
     caches: [reasonCache],
     ready: () => true,
     ...over,
   };
-  return { opts, podManager, pleg, cgroups, statusManager, updates, known, reasonCache, forgot: () => forgot };
+  return { opts, podManager, pleg, cgroups, statusManager, updates, known, reasonCache, forgot: () => forgot, backoffGCs: () => backoffGCs };
 }
 
 const knownPod = (uid: string, name: string) => ({ uid, name, namespace: 'default', sandboxes: [], containers: [] });
@@ -175,6 +177,7 @@ test('housekeeping removes pod cgroups nobody owns and trims per-pod state', asy
   assert.deepEqual(t.cgroups.removed, ['/kubepods/besteffort/podstale']);
   assert.equal(t.statusManager.getPodStatus('gone'), undefined);
   assert.deepEqual([...t.reasonCache.keys()], ['desired']);
+  assert.equal(t.backoffGCs(), 1, 'quiet backoff entries (keyed by pod UID) are dropped');
 });
 
 test('housekeeping waits until every source was seen and the runtime is up', async () => {

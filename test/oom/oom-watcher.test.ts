@@ -12,6 +12,7 @@ import type { NativeOomEvent, NativeOomExports, NativeOomWatcherHandle, NativeSt
 import { OomWatcher, OomWatcherError } from '../../src/oom/oom-watcher.js';
 import { isKubeletError } from '../../src/util/errors.js';
 import type { OomEvent } from '../../src/oom/types.js';
+import { FakeClock } from '../../src/util/clock.js';
 import { createLogger, setLogSink } from '../../src/util/log.js';
 
 /** Test double of the addon's OOM exports: records calls, lets the test push native events. */
@@ -104,6 +105,25 @@ describe('OomWatcher (native double)', () => {
     w.unwatch(CID);
     w.unwatch('d'.repeat(64));
     assert.equal(h.v1.size + h.v2.size, 0);
+    w.stop();
+  });
+
+  it('watched() lists the watched containers with when they were watched; unwatch removes them and their native watch', async () => {
+    const native = new NativeOomDouble();
+    native.ebpfResult = { ok: false, reason: 'no eBPF here' };
+    const clock = new FakeClock(5_000);
+    const w = new OomWatcher({ mode: 'cgroup', native, logger, clock });
+    await w.start();
+    await w.watchContainer(POD, 'app', CID, { version: 1, memory: cgDir });
+    clock.step(1_000);
+    await w.watchContainer(POD, 'side', 'd'.repeat(64), { version: 2, dir });
+    assert.deepEqual(w.watched(), [
+      { containerID: CID, podUID: POD, since: 5_000 },
+      { containerID: 'd'.repeat(64), podUID: POD, since: 6_000 },
+    ]);
+    w.unwatch(CID);
+    assert.deepEqual(w.watched().map((c) => c.containerID), ['d'.repeat(64)]);
+    assert.deepEqual([...native.handles[0]!.v1.values()], []);
     w.stop();
   });
 
