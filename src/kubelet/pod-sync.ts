@@ -37,6 +37,8 @@ export interface PodSyncerOptions {
   /** upstream syncFrequency: the longest a pod waits for its next sync. */
   syncFrequencyMs: number;
   hostIPs: () => string[];
+  /** The prober's readiness and startup results for the status (container ID → passed). */
+  probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
 }
 
 export class PodSyncer {
@@ -54,6 +56,7 @@ export class PodSyncer {
       hostIPs: this.opts.hostIPs(),
       now: this.opts.clock.now(),
       podIsTerminal,
+      ...this.opts.probeStatus?.(pod.metadata.uid!),
     });
   }
 
