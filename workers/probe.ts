@@ -24,8 +24,14 @@ const hostPort = (host: string, port: number): string => `${host.includes(':') ?
 /** Closes with RST: the socket skips TIME_WAIT. */
 function reset(sock: net.Socket | null | undefined): void {
   if (!sock || sock.destroyed) return;
-  if (typeof sock.resetAndDestroy === 'function' && sock.readyState !== 'opening') sock.resetAndDestroy();
-  else sock.destroy();
+  // a peer that already closed makes the reset fail (EINVAL): that error is of no interest
+  sock.on('error', () => {});
+  try {
+    if (typeof sock.resetAndDestroy === 'function' && sock.readyState !== 'opening') sock.resetAndDestroy();
+    else sock.destroy();
+  } catch {
+    sock.destroy();
+  }
 }
 
 interface HttpAnswer { status: number; body: string; location?: string }
@@ -38,13 +44,18 @@ function httpGetOnce(url: URL, headers: [string, string][], timeoutMs: number, s
       // upstream: a Host header sets the request's host
       hdrs[k] = v;
     }
-    hdrs.Connection = 'close';
-    const req = mod.request(url, { method: 'GET', headers: hdrs, agent: false, signal, rejectUnauthorized: false } as https.RequestOptions, (res) => {
+    let settled = false;
+    // A keep-alive agent of its own: Node then leaves the socket open after the response and this side resets it (no FIN, no TIME_WAIT).
+    const agent = url.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false }) : new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const req = mod.request(url, { method: 'GET', headers: hdrs, agent, signal, rejectUnauthorized: false } as https.RequestOptions, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       const done = (): void => {
-        reset(res.socket);
+        if (settled) return;
+        settled = true;
         resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BODY).toString('utf8'), location: res.headers.location });
+        reset(req.socket);
+        agent.destroy();
       };
       res.on('data', (c: Buffer) => {
         chunks.push(c);
@@ -56,13 +67,17 @@ function httpGetOnce(url: URL, headers: [string, string][], timeoutMs: number, s
         }
       });
       res.on('end', done);
-      res.on('error', reject);
+      res.on('error', (err) => { if (!settled) { settled = true; reject(err); } });
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`Get "${url.href}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)));
     req.on('socket', (s: net.Socket) => s.setNoDelay(true));
     req.on('error', (err) => {
       reset(req.socket);
-      reject(err);
+      agent.destroy();
+      if (!settled) {
+        settled = true;
+        reject(err);
+      }
     });
     req.end();
   });
