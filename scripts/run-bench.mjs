@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
-//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes
 // With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,6 +13,7 @@ const benches = {
   pleg: ['bench/pleg.js'],
   oom: ['bench/oom.js'],
   soak: ['bench/soak.js'],
+  probes: ['bench/probes.js'],
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches).filter((n) => n !== 'soak');
 let failed = false;

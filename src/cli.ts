@@ -71,7 +71,12 @@ export async function main(argv: string[]): Promise<number> {
     log,
   });
   const server = new KubeletServer({
-    routes: new Map([...statsRoutes(stats), ['/metrics', metricsHandler(kubelet.metrics)]]),
+    routes: new Map([
+      ...statsRoutes(stats),
+      ['/metrics', metricsHandler(kubelet.metrics)],
+      // upstream serves the prober's families on their own endpoint
+      ...(kubelet.probes ? [['/metrics/probes', metricsHandler(kubelet.probes.metrics.registry)] as const] : []),
+    ]),
     host: kubelet,
     log,
     healthzBindAddress: config.healthzBindAddress,

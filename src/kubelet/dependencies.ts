@@ -10,6 +10,9 @@ import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { CriClient } from '../runtime/cri-client.js';
 import { RuntimeManager } from '../runtime/runtime-manager.js';
 import type { KubeletRuntime } from '../runtime/types.js';
+import type { ProbeResultsView } from '../runtime/pod-actions.js';
+import type { ProbeRunner } from '../prober/types.js';
+import { createProbeRunner } from '../prober/runner.js';
 import { ImageManager } from '../images/image-manager.js';
 import type { PodCache } from '../pleg/cache.js';
 import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
@@ -46,6 +49,8 @@ export interface RuntimeHooks {
   ensurePodCgroup: (pod: Pod) => Promise<string>;
   /** Told of every container started (the OOM watcher watches it). */
   onContainerStarted: (pod: Pod, containerName: string, containerID: string) => void;
+  /** The prober's liveness/startup results (computePodActions kills on a failure). */
+  probeResults?: ProbeResultsView;
 }
 
 export interface KubeletDependencies {
@@ -63,6 +68,8 @@ export interface KubeletDependencies {
   /** Undefined: no OOM watcher. */
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+  /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
+  probeRunner?(): ProbeRunner;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
@@ -127,6 +134,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
         watchContainer: (podUID, name, id, cgroupName, meta) => w.watchContainer(podUID, name, id, cgroupRefFor(mounts, cgroupName), meta),
       };
     },
+    probeRunner: () => createProbeRunner({ cri }),
     podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
 }

@@ -12,6 +12,8 @@ import type { ManifestError } from '../sources/errors.js';
 import { StatusManager } from '../status/status-manager.js';
 import { oomEventRecord, type OomEvent } from '../oom/index.js';
 import type { Registry } from '../metrics/registry.js';
+import { ProbeManager } from '../prober/manager.js';
+import type { ProbeRunner } from '../prober/types.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, PodCgroups, PodSources } from './dependencies.js';
@@ -61,6 +63,8 @@ export class Kubelet {
   readonly hostIPs: string[];
   readonly memoryCapacityBytes: number;
   readonly manifestErrors: ManifestError[] = [];
+  /** The prober (undefined when the dependencies give no probe runner). */
+  readonly probes?: ProbeManager;
 
   private readonly deps: KubeletDependencies;
   private readonly cgroups: PodCgroups;
@@ -71,6 +75,7 @@ export class Kubelet {
   private plegs?: KubeletPleg;
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
+  private probeRunner?: ProbeRunner;
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
   private running = false;
@@ -93,9 +98,22 @@ export class Kubelet {
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
+    this.probeRunner = deps.probeRunner?.();
+    if (this.probeRunner) {
+      this.probes = new ProbeManager({
+        clock: this.clock,
+        log: this.log,
+        runner: this.probeRunner,
+        podStatus: (uid) => this.statusManager.getPodStatus(uid),
+        recordEvent: (pod, c, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
+        onUpdate: (type, u) => this.syncLoop.handleProbeSync(u.podUID, type.toLowerCase(), u.result),
+      });
+    }
+    const probes = this.probes;
     this.runtime = deps.runtime({
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
+      probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
     });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
@@ -121,15 +139,25 @@ export class Kubelet {
       }),
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
+      probeStatus: probes && ((uid) => probes.statusInputs(uid)),
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,
       clock: this.clock,
       log: this.log,
       hooks: {
-        syncPod: (pod, status) => this.syncer.syncPod(pod, status),
-        syncTerminatingPod: (pod, status, grace) => this.syncer.syncTerminatingPod(pod, status, grace),
-        syncTerminatedPod: (pod, status, removed) => this.syncer.syncTerminatedPod(pod, status, removed),
+        syncPod: (pod, status) => {
+          probes?.addPod(pod);
+          return this.syncer.syncPod(pod, status);
+        },
+        syncTerminatingPod: (pod, status, grace) => {
+          probes?.stopLivenessAndStartup(pod);
+          return this.syncer.syncTerminatingPod(pod, status, grace);
+        },
+        syncTerminatedPod: (pod, status, removed) => {
+          probes?.removePod(pod);
+          return this.syncer.syncTerminatedPod(pod, status, removed);
+        },
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
     });
@@ -197,11 +225,13 @@ export class Kubelet {
     this.podWorkers.stop();
     this.plegs?.close();
     this.oom?.stop();
+    this.probes?.stop();
+    const runnerClosed = this.probeRunner?.close().catch((err) => this.log.warn('Closing the probe runner failed', { err: (err as Error).message }));
     // Hooks abort on the runtime's signal; CRI calls in flight (StopContainer, PullImage, ...) are cancelled.
     this.runtime.stop();
     this.cri.close();
     const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
-    const done = Promise.all([sources, this.podWorkers.idle()]).then(() => true);
+    const done = Promise.all([sources, runnerClosed, this.podWorkers.idle()]).then(() => true);
     let timer: Timer | undefined;
     const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
     const finished = await Promise.race([done, expired]);
@@ -222,6 +252,7 @@ export class Kubelet {
 
   private housekeeping(): Promise<void> {
     this.syncLoop.lastIteration = this.clock.now();
+    this.probes?.cleanupPods(this.podManager.uids());
     return handleHousekeeping({
       log: this.log,
       podManager: this.podManager,

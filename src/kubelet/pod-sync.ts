@@ -49,6 +49,8 @@ export interface PodSyncerOptions {
   clusterDomain?: string;
   /** Records an event about the pod (FailedMount). */
   recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** The prober's readiness and startup results for the status (container ID → passed). */
+  probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
 }
 
 export class PodSyncer {
@@ -66,6 +68,7 @@ export class PodSyncer {
       hostIPs: this.opts.hostIPs(),
       now: this.opts.clock.now(),
       podIsTerminal,
+      ...this.opts.probeStatus?.(pod.metadata.uid!),
     });
   }
 

@@ -101,6 +101,15 @@ export class SyncLoop {
     }
   }
 
+  /** upstream handleProbeSync: a probe result changed (liveness, readiness, startup): sync the pod. */
+  handleProbeSync(podUID: string, probe: string, result: string): void {
+    this.touch();
+    const pod = this.opts.podManager.getPodByUID(podUID);
+    if (!pod) return;
+    this.opts.log.v(1).info(`SyncLoop (probe): ${probe}`, { pod: podFullName(pod), result });
+    if (this.opts.runtimeUp()) this.opts.podWorkers.updatePod({ updateType: 'sync', pod });
+  }
+
   /** The resync tick: pods whose next sync is due. */
   handleSyncTick(): void {
     this.touch();

@@ -12,6 +12,14 @@ export interface ContainerToKill {
   name: string;
   container?: Container;
   reason: string;
+  /** The probe-level terminationGracePeriodSeconds of the probe that failed, when it sets one. */
+  gracePeriodOverride?: number;
+}
+
+/** The prober's liveness and startup results by container ID (`containerd://<id>`). */
+export interface ProbeResultsView {
+  liveness(containerID: string): 'Success' | 'Failure' | 'Unknown' | undefined;
+  startup(containerID: string): 'Success' | 'Failure' | 'Unknown' | undefined;
 }
 
 /** upstream's podActions. */
@@ -39,7 +47,7 @@ function isRestartableInit(c: Container): boolean {
 }
 
 /** Decides what a pod needs, from its spec and the runtime's view of it. */
-export function computePodActions(pod: Pod, status: RuntimePodStatus): PodActions {
+export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: ProbeResultsView): PodActions {
   const actions: PodActions = {
     killPod: false,
     createSandbox: false,
@@ -146,6 +154,19 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus): PodAction
     if (s.hash !== hashContainer(c)) {
       actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed` });
       actions.containersToStart.push(i);
+      return;
+    }
+    // A failed liveness or startup probe kills the container (upstream's message); it restarts unless the pod is Never.
+    let failed: 'liveness' | 'startup' | undefined;
+    if (probes?.liveness(s.containerID) === 'Failure') failed = 'liveness';
+    else if (probes?.startup(s.containerID) === 'Failure') failed = 'startup';
+    if (failed) {
+      const restart = policy !== 'Never';
+      const grace = (failed === 'liveness' ? c.livenessProbe : c.startupProbe)?.terminationGracePeriodSeconds;
+      const kill: ContainerToKill = { id: s.id, name: c.name, container: c, reason: `Container ${c.name} failed ${failed} probe${restart ? ', will be restarted' : ''}` };
+      if (grace !== undefined && grace !== null) kill.gracePeriodOverride = grace;
+      actions.containersToKill.push(kill);
+      if (restart) actions.containersToStart.push(i);
       return;
     }
     keepCount++;

@@ -12,7 +12,7 @@ import { generatePodSandboxConfig } from './sandbox-config.js';
 import { HandlerRunner } from './hooks.js';
 import { PodKiller, type KillTarget } from './kill.js';
 import { ContainerStarter, type ImageService } from './start.js';
-import { computePodActions } from './pod-actions.js';
+import { computePodActions, type ProbeResultsView } from './pod-actions.js';
 import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
 import type { Backoff } from '../util/backoff.js';
@@ -20,7 +20,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 
 export { MINIMUM_GRACE_PERIOD_SECONDS } from './kill.js';
-export { computePodActions, latestByName, type ContainerToKill, type PodActions } from './pod-actions.js';
+export { computePodActions, latestByName, type ContainerToKill, type PodActions, type ProbeResultsView } from './pod-actions.js';
 export type { PodSyncResult, RuntimePod } from './types.js';
 
 /** The CRI calls the runtime manager makes (a CriClient, or a test double). */
@@ -46,6 +46,8 @@ export interface RuntimeManagerOptions {
   onContainerStarted?: (pod: Pod, containerName: string, containerID: string) => void;
   /** Runtime name for container IDs in the API (`containerd://<id>`). */
   runtimeName?: string;
+  /** The prober's liveness/startup results: a failure kills and restarts the container. */
+  probeResults?: ProbeResultsView;
 }
 
 export class RuntimeManager implements KubeletRuntime {
@@ -148,7 +150,7 @@ export class RuntimeManager implements KubeletRuntime {
   async syncPod(pod: Pod, status: RuntimePodStatus, extras: PodSyncExtras = {}): Promise<PodSyncResult> {
     const result: PodSyncResult = { startFailures: new Map(), errors: [] };
     const log = this.opts.log.with({ pod: podFullName(pod), podUID: pod.metadata.uid });
-    const actions = computePodActions(pod, status);
+    const actions = computePodActions(pod, status, this.opts.probeResults);
     log.v(4).info('computePodActions', { actions });
 
     if (actions.killPod) {
@@ -160,7 +162,7 @@ export class RuntimeManager implements KubeletRuntime {
         log.info('Killing container', { container: k.name, containerID: k.id, reason: k.reason });
         try {
           const rs = status.containerStatuses.find((c) => c.id === k.id);
-          await this.killer.killContainer(pod, { ...rs, id: k.id, name: k.name }, k.container, status.ips[0] ?? this.opts.hostIPs()[0] ?? '', undefined);
+          await this.killer.killContainer(pod, { ...rs, id: k.id, name: k.name }, k.container, status.ips[0] ?? this.opts.hostIPs()[0] ?? '', k.gracePeriodOverride);
         } catch (err) {
           result.errors.push(`killing container ${k.name}: ${(err as Error).message}`);
         }

@@ -1,11 +1,11 @@
 // computePodActions, one row per case upstream's TestComputePodActions and
 // TestComputePodActionsWithInitContainers cover (the facts: inputs and expected actions).
-// Probe-driven rows (liveness/startup failed) wait for the prober.
+// Probe rows: a liveness or startup failure from the prober kills (and, unless Never, restarts) the container.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod, RestartPolicy } from '../../src/api/types.js';
-import { computePodActions, type PodActions } from '../../src/runtime/pod-actions.js';
+import { computePodActions, type PodActions, type ProbeResultsView } from '../../src/runtime/pod-actions.js';
 import { hashContainer } from '../../src/runtime/container-hash.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
 
@@ -288,5 +288,75 @@ for (const row of rows) {
       assert.deepEqual(got[k as keyof PodActions], v, `${k} (got ${JSON.stringify(got)})`);
     }
     if (kill) assert.deepEqual(got.containersToKill.map((c) => c.name).sort(), [...kill].sort(), `containersToKill (got ${JSON.stringify(got)})`);
+  });
+}
+
+// ---- probe rows (upstream TestComputePodActions: liveness / startup probe failed) ----
+
+type R = 'Success' | 'Failure' | 'Unknown';
+function probes(liveness: Record<string, R>, startup: Record<string, R> = {}): ProbeResultsView {
+  return { liveness: (id) => liveness[id], startup: (id) => startup[id] };
+}
+
+function probedPod(policy: RestartPolicy = 'Always'): Pod {
+  const pod = mkPod({ policy });
+  pod.spec.containers[1]!.livenessProbe = { exec: { command: ['true'] }, terminationGracePeriodSeconds: 7 };
+  pod.spec.containers[2]!.startupProbe = { exec: { command: ['true'] } };
+  return pod;
+}
+
+interface ProbeRow {
+  name: string;
+  policy: RestartPolicy;
+  probes: ProbeResultsView;
+  start: number[];
+  kill: { name: string; reason: string; grace?: number }[];
+}
+
+const probeRows: ProbeRow[] = [
+  {
+    name: 'liveness failed: kill and restart it with upstream\'s message and the probe\'s grace period',
+    policy: 'Always',
+    probes: probes({ 'containerd://id-foo2': 'Failure' }),
+    start: [1],
+    kill: [{ name: 'foo2', reason: 'Container foo2 failed liveness probe, will be restarted', grace: 7 }],
+  },
+  {
+    name: 'liveness failed under Never: kill without restart',
+    policy: 'Never',
+    probes: probes({ 'containerd://id-foo2': 'Failure' }),
+    start: [],
+    kill: [{ name: 'foo2', reason: 'Container foo2 failed liveness probe', grace: 7 }],
+  },
+  {
+    name: 'startup failed: kill and restart it',
+    policy: 'OnFailure',
+    probes: probes({}, { 'containerd://id-foo3': 'Failure' }),
+    start: [2],
+    kill: [{ name: 'foo3', reason: 'Container foo3 failed startup probe, will be restarted' }],
+  },
+  {
+    name: 'liveness succeeded, startup unknown: nothing to do',
+    policy: 'Always',
+    probes: probes({ 'containerd://id-foo2': 'Success' }, { 'containerd://id-foo3': 'Unknown' }),
+    start: [],
+    kill: [],
+  },
+  {
+    name: 'a failure recorded for an older container ID does not kill the running one',
+    policy: 'Always',
+    probes: probes({ 'containerd://old-foo2': 'Failure' }),
+    start: [],
+    kill: [],
+  },
+];
+
+for (const row of probeRows) {
+  test(`computePodActions probes: ${row.name}`, () => {
+    const pod = probedPod(row.policy);
+    const got = computePodActions(pod, status([sandbox()], allRunning(pod)), row.probes);
+    assert.equal(got.killPod, false);
+    assert.deepEqual(got.containersToStart, row.start);
+    assert.deepEqual(got.containersToKill.map((k) => ({ name: k.name, reason: k.reason, ...(k.gracePeriodOverride !== undefined ? { grace: k.gracePeriodOverride } : {}) })), row.kill);
   });
 }

@@ -1,0 +1,214 @@
+// One probe of one container (upstream: prober.worker): a schedule on the injected clock and
+// the threshold state machine. Startup gates liveness and readiness; a failed liveness or
+// startup result holds the worker until the container is replaced (a new container ID).
+
+import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.js';
+import { podFullName } from '../api/types.js';
+import type { Clock, Timer } from '../util/clock.js';
+import { errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import type { ProberMetrics } from './metrics.js';
+import type { ResultsManager } from './results.js';
+import { probeRequest } from './target.js';
+import type { ProbeOutcome, ProbeResult, ProbeRunner, ProbeType } from './types.js';
+
+/** upstream: maxProbeRetries, for runs that error (unknown) before a result is taken. */
+export const MAX_PROBE_RETRIES = 3;
+
+export interface WorkerDeps {
+  clock: Clock;
+  log: Logger;
+  runner: ProbeRunner;
+  metrics: ProberMetrics;
+  /** The pod's latest generated status (the status manager's). */
+  podStatus(uid: string): PodStatus | undefined;
+  recordEvent(pod: Pod, container: Container, type: 'Normal' | 'Warning', reason: string, message: string): void;
+  /** When the probe manager started: workers created within one period of it start at a random offset. */
+  managerStart: number;
+  random(): number;
+}
+
+export class ProbeWorker {
+  private timer?: Timer;
+  private stopped = false;
+  private inFlight = false;
+  private nextAt = 0;
+  /** The container this worker last probed (`containerd://<id>`). */
+  private containerID = '';
+  private lastResult: ProbeResult = 'Unknown';
+  private resultRun = 0;
+  /** Set after a liveness/startup failure: nothing to probe until the container is replaced. */
+  private onHold = false;
+  private readonly initialValue: ProbeResult;
+  private readonly labels: { container: string; pod: string; namespace: string; pod_uid: string };
+  /** Called when the worker ends by itself (pod terminal, container not restarted). */
+  onExit?: () => void;
+  /** The result reported before a restart of kubelet-ts (the API's status), kept for that same container. */
+  seed?: { containerID: string; passed: boolean };
+
+  constructor(
+    private readonly deps: WorkerDeps,
+    private pod: Pod,
+    readonly container: Container,
+    readonly probeType: ProbeType,
+    private readonly spec: Probe,
+    private readonly results: ResultsManager,
+  ) {
+    this.initialValue = probeType === 'Readiness' ? 'Failure' : probeType === 'Liveness' ? 'Success' : 'Unknown';
+    this.labels = { container: container.name, pod: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '', pod_uid: pod.metadata.uid ?? '' };
+  }
+
+  private get periodMs(): number {
+    return (this.spec.periodSeconds || 10) * 1000;
+  }
+
+  /** The newest pod object (spec updates that keep the container hash, deletionTimestamp). */
+  updatePod(pod: Pod): void {
+    this.pod = pod;
+  }
+
+  start(): void {
+    const { clock } = this.deps;
+    // After a restart of kubelet-ts every probe would fire at once: spread them over a period.
+    const delay = clock.now() - this.deps.managerStart < this.periodMs ? Math.floor(this.deps.random() * this.periodMs) : 0;
+    this.nextAt = clock.now() + delay;
+    this.arm();
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (this.containerID) this.results.remove(this.containerID);
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    const { clock } = this.deps;
+    this.timer = clock.setTimeout(() => this.tick(), Math.max(0, this.nextAt - clock.now()));
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    // A fixed-rate schedule as upstream's ticker: a tick that finds the last probe still running is dropped.
+    this.nextAt += this.periodMs;
+    if (this.nextAt <= this.deps.clock.now()) this.nextAt = this.deps.clock.now() + this.periodMs;
+    if (this.inFlight) {
+      this.arm();
+      return;
+    }
+    this.inFlight = true;
+    void this.doProbe()
+      .catch((err) => {
+        this.deps.log.error('Probe worker failed', { pod: podFullName(this.pod), container: this.container.name, probeType: this.probeType, err: errorMessage(err) });
+        return true;
+      })
+      .then((keepGoing) => {
+        this.inFlight = false;
+        if (this.stopped) return;
+        if (!keepGoing) {
+          this.stop();
+          this.onExit?.();
+          return;
+        }
+        this.arm();
+      });
+    // doProbe runs its synchronous part now: re-arm only after it settles (above).
+  }
+
+  private findStatus(status: PodStatus): ContainerStatus | undefined {
+    const name = this.container.name;
+    return status.containerStatuses?.find((c) => c.name === name) ?? status.initContainerStatuses?.find((c) => c.name === name);
+  }
+
+  /** One probe; false ends the worker (upstream: doProbe's keepGoing). */
+  async doProbe(): Promise<boolean> {
+    const { clock, log } = this.deps;
+    const uid = this.pod.metadata.uid!;
+    const status = this.deps.podStatus(uid);
+    if (!status) {
+      log.v(3).info('No status for pod', { pod: podFullName(this.pod) });
+      return true;
+    }
+    if (status.phase === 'Failed' || status.phase === 'Succeeded') return false;
+    const c = this.findStatus(status);
+    if (!c || !c.containerID) return true;
+    if (this.containerID !== c.containerID) {
+      if (this.containerID) this.results.remove(this.containerID);
+      this.containerID = c.containerID;
+      const seeded = this.seed?.containerID === c.containerID && this.seed.passed;
+      this.results.set(this.containerID, seeded ? 'Success' : this.initialValue, uid);
+      this.seed = undefined;
+      this.onHold = false;
+      this.lastResult = 'Unknown';
+      this.resultRun = 0;
+    }
+    if (this.onHold) return true;
+    if (!c.state.running) {
+      this.results.set(this.containerID, 'Failure', uid);
+      // Nothing more to probe when the container will not run again.
+      return !(c.state.terminated && this.pod.spec.restartPolicy === 'Never');
+    }
+    // A pod being deleted is no longer restarted by its probes.
+    if (this.pod.metadata.deletionTimestamp && this.probeType !== 'Readiness') {
+      this.results.set(this.containerID, 'Success', uid);
+      return true;
+    }
+    const startedAt = c.state.running.startedAt ? Date.parse(c.state.running.startedAt) : 0;
+    if (Math.floor((clock.now() - startedAt) / 1000) < (this.spec.initialDelaySeconds ?? 0)) return true;
+    if (c.started) {
+      // Started: the startup probe is done for this container (the worker stays for its next one).
+      if (this.probeType === 'Startup') return true;
+    } else if (this.probeType !== 'Startup') {
+      // Liveness and readiness wait for the startup probe.
+      return true;
+    }
+
+    const outcome = await this.runWithRetries(status, c.containerID);
+    if (this.stopped) return false;
+    const result: ProbeResult | undefined = outcome.result === 'failure' ? 'Failure' : outcome.result === 'unknown' ? undefined : 'Success';
+    if (result === undefined) return true;
+    if (this.lastResult === result) this.resultRun++;
+    else {
+      this.lastResult = result;
+      this.resultRun = 1;
+    }
+    if ((result === 'Failure' && this.resultRun < (this.spec.failureThreshold || 3)) || (result === 'Success' && this.resultRun < (this.spec.successThreshold || 1))) {
+      return true;
+    }
+    this.results.set(this.containerID, result, uid);
+    if (result === 'Failure' && this.probeType !== 'Readiness') {
+      // The container will be killed: wait for its replacement before probing again.
+      this.onHold = true;
+      this.resultRun = 0;
+    }
+    return true;
+  }
+
+  private async runWithRetries(status: PodStatus, containerID: string): Promise<ProbeOutcome> {
+    const { clock, metrics } = this.deps;
+    const criID = containerID.includes('://') ? containerID.slice(containerID.indexOf('://') + 3) : containerID;
+    let outcome: ProbeOutcome = { result: 'unknown', output: '' };
+    const began = clock.now();
+    for (let i = 0; i < MAX_PROBE_RETRIES; i++) {
+      try {
+        outcome = await this.deps.runner.run(probeRequest(this.pod, this.container, this.spec, status, criID));
+      } catch (err) {
+        outcome = { result: 'unknown', output: errorMessage(err) };
+      }
+      if (outcome.result !== 'unknown' || this.stopped) break;
+    }
+    const l = this.labels;
+    const label = outcome.result === 'failure' ? 'failed' : outcome.result === 'unknown' ? 'unknown' : 'successful';
+    metrics.probeTotal.with({ probe_type: this.probeType, result: label, ...l }).inc();
+    if (outcome.result !== 'unknown') {
+      metrics.probeDuration.with({ probe_type: this.probeType, container: l.container, pod: l.pod, namespace: l.namespace }).observe((clock.now() - began) / 1000);
+    }
+    const output = outcome.output.trim();
+    if (outcome.result === 'failure') this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe failed: ${output}`);
+    else if (outcome.result === 'warning') this.deps.recordEvent(this.pod, this.container, 'Warning', 'ProbeWarning', `${this.probeType} probe warning: ${output}`);
+    else if (outcome.result === 'unknown') this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe errored and resulted in unknown state: ${output}`);
+    return outcome;
+  }
+}
