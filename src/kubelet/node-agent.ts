@@ -117,6 +117,8 @@ export class NodeAgent {
         },
       } : {}),
       recordEvent: nodeEvent,
+      // upstream: repeated heartbeat failures close the connections, so a restarted API server is reached anew.
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       clock,
       log,
     });
@@ -125,6 +127,7 @@ export class NodeAgent {
       nodeName,
       clock,
       leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       log,
     });
   }
