@@ -55,11 +55,15 @@ The API server is a TEST DOUBLE of kube-apiserver (in memory, for trying and tes
 real cluster), on https://127.0.0.1:$PORT. kubelet-ts joins it as node $NODE. In another shell:
 
   export KUBECONFIG=$DIR/admin.kubeconfig
-  kubectl get nodes -o wide            # the node, Ready once the runtime and PLEG are up
-  kubectl describe node $NODE          # conditions, capacity, allocatable, events, the lease
-  kubectl get lease -n kube-node-lease # renewed every 10 s
-  kubectl apply -f $DIR/pod.yaml       # a pod (bound to $NODE: there is no scheduler)
+  kubectl get nodes -o wide
+  kubectl describe node $NODE
+  kubectl get lease -n kube-node-lease
+  kubectl apply -f $DIR/pod.yaml
   kubectl get pods -w
+
+The node turns Ready once the runtime and PLEG are up; describe shows its conditions, capacity,
+allocatable, events and lease (renewed every 10 s). The pod is bound to $NODE by the test double,
+as there is no scheduler.
 
 Logs: $DIR/apiserver.log. Ctrl-C stops kubelet-ts and the test API server.
 MSG
