@@ -19,6 +19,7 @@ import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js'
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ManifestError } from '../sources/errors.js';
+import type { RestClient } from '../client/rest.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
@@ -70,6 +71,8 @@ export interface KubeletDependencies {
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
+  /** The API server client (--kubeconfig). Undefined: standalone, static pods only. */
+  apiClient?: RestClient;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
