@@ -26,6 +26,7 @@ import { PodWorkers } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
+import { ApiObjectSource } from '../volumemanager/object-source.js';
 import { DNSConfigurer } from '../network/dns.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
@@ -72,6 +73,7 @@ export class Kubelet {
   private readonly podWorkers: PodWorkers;
   private readonly syncLoop: SyncLoop;
   private readonly syncer: PodSyncer;
+  private readonly volumes: VolumeManager;
   private plegs?: KubeletPleg;
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
@@ -115,6 +117,14 @@ export class Kubelet {
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
       probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
     });
+    this.volumes = new VolumeManager({
+      rootDir: this.flags.rootDir,
+      clock: this.clock,
+      log: this.log,
+      nodeName: this.nodeName,
+      hostIPs: () => this.hostIPs,
+      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock }),
+    });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
       statusManager: this.statusManager,
@@ -128,7 +138,7 @@ export class Kubelet {
       podLogsDir: this.config.podLogsDir,
       syncFrequencyMs: this.config.syncFrequency,
       hostIPs: () => this.hostIPs,
-      volumes: new VolumeManager({ rootDir: this.flags.rootDir, clock: this.clock, log: this.log, nodeName: this.nodeName, hostIPs: () => this.hostIPs }),
+      volumes: this.volumes,
       dns: new DNSConfigurer({
         clusterDNS: this.config.clusterDNS,
         clusterDomain: this.config.clusterDomain,

@@ -53,7 +53,7 @@ export type ObjectKind = 'configmap' | 'secret' | 'serviceaccount token';
 
 /** An API object a volume needs could not be read; the message names the object. */
 export class VolumeObjectError extends KubeletError {
-  declare readonly code: 'ERR_VOLUME_OBJECT_NOT_FOUND' | 'ERR_VOLUME_OBJECT_STANDALONE' | 'ERR_VOLUME_OBJECT_FETCH';
+  declare readonly code: 'ERR_VOLUME_OBJECT_NOT_FOUND' | 'ERR_VOLUME_OBJECT_STANDALONE' | 'ERR_VOLUME_OBJECT_STATIC_POD' | 'ERR_VOLUME_OBJECT_FETCH';
   constructor(
     code: VolumeObjectError['code'],
     readonly kind: ObjectKind,

@@ -12,6 +12,10 @@ import { setUpEmptyDir, EMPTY_DIR_PLUGIN } from './empty-dir.js';
 import { VolumeMountError, VolumeSetupError } from './errors.js';
 import { setUpHostPath, HOST_PATH_PLUGIN } from './host-path.js';
 import { systemMounter, type Mounter } from './mounter.js';
+import { setUpConfigMap, setUpProjected, setUpSecret, CONFIGMAP_PLUGIN, PROJECTED_PLUGIN, SECRET_PLUGIN, type ApiVolumeContext } from './api-volumes.js';
+import { StandaloneObjectSource, VolumeObjectError, type VolumeObjectSource } from './object-source.js';
+import { TokenManager } from './token-manager.js';
+import { isStaticPod } from '../runtime/resources.js';
 
 /** One set-up volume: where it is on the host and how the plugin wants it mounted. */
 export interface MountedVolume {
@@ -32,13 +36,30 @@ export interface VolumeManagerOptions {
   hostIPs: () => string[];
   nodeAllocatable?: ResourceList;
   mounter?: Mounter;
+  /** ConfigMaps, Secrets and tokens (the API client's); undefined: standalone, every read fails as upstream. */
+  objects?: VolumeObjectSource;
+  /** Token refresh jitter (tests pin it). */
+  tokenJitterMs?: () => number;
 }
 
-/** Sources that need objects of the API server (or a storage driver) standalone kubelet-ts lacks. */
+/**
+ * What a static pod reads instead of the API server: nothing. Upstream's API server refuses a
+ * mirror pod that references API objects and its node authorizer refuses the kubelet the object;
+ * kubelet-ts refuses up front, naming the object.
+ */
+class StaticPodObjects implements VolumeObjectSource {
+  constructor(private readonly pod: string) {}
+  private refuse(kind: VolumeObjectError['kind'], namespace: string, name: string): never {
+    throw new VolumeObjectError('ERR_VOLUME_OBJECT_STATIC_POD', kind, namespace, name,
+      `${kind} "${namespace}/${name}": static pod ${this.pod} may not reference API objects`);
+  }
+  async getConfigMap(ns: string, name: string): Promise<never> { return this.refuse('configmap', ns, name); }
+  async getSecret(ns: string, name: string): Promise<never> { return this.refuse('secret', ns, name); }
+  async requestServiceAccountToken(ns: string, sa: string): Promise<never> { return this.refuse('serviceaccount token', ns, sa); }
+}
+
+/** Sources that need a storage driver kubelet-ts lacks. */
 const UNSUPPORTED: Readonly<Record<string, string>> = {
-  configMap: 'configMap volumes read ConfigMap objects from the API server; static pods may not reference API objects',
-  secret: 'secret volumes read Secret objects from the API server; static pods may not reference API objects',
-  projected: 'projected volumes read ConfigMap, Secret and ServiceAccount token objects from the API server; static pods may not reference API objects',
   persistentVolumeClaim: 'persistentVolumeClaim volumes are not supported (static pods may not reference API objects)',
   csi: 'csi volumes are not supported by kubelet-ts',
   ephemeral: 'ephemeral volumes create PersistentVolumeClaims; not supported by kubelet-ts',
@@ -46,9 +67,20 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 export class VolumeManager {
   private readonly mounter: Mounter;
+  private readonly objects: VolumeObjectSource;
+  private readonly standalone: boolean;
+  readonly tokens: TokenManager;
 
   constructor(private readonly opts: VolumeManagerOptions) {
     this.mounter = opts.mounter ?? systemMounter;
+    this.standalone = !opts.objects;
+    this.objects = opts.objects ?? new StandaloneObjectSource();
+    this.tokens = new TokenManager({
+      source: this.objects,
+      clock: opts.clock,
+      jitterMs: opts.tokenJitterMs,
+      onRefreshError: (key, err) => opts.log.warn("Couldn't update token", { cacheKey: key, err: (err as Error).message }),
+    });
   }
 
   /**
@@ -74,9 +106,18 @@ export class VolumeManager {
   private async setUp(pod: Pod, dir: string, v: NonNullable<Pod['spec']['volumes']>[number], podIPs: string[]): Promise<MountedVolume> {
     if (v.hostPath) return { plugin: HOST_PATH_PLUGIN, hostPath: await setUpHostPath(v.name, v.hostPath), readOnly: false };
     if (v.emptyDir) return { plugin: EMPTY_DIR_PLUGIN, hostPath: await setUpEmptyDir(dir, v.name, v.emptyDir, this.mounter), readOnly: false };
+    const downward = { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs, nodeAllocatable: this.opts.nodeAllocatable };
     if (v.downwardAPI) {
-      const ctx = { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs, nodeAllocatable: this.opts.nodeAllocatable };
-      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, ctx, this.opts.clock), readOnly: true };
+      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, downward, this.opts.clock, this.mounter), readOnly: true };
+    }
+    if (v.configMap || v.secret || v.projected) {
+      // standalone: upstream's message; with an API server, static pods are still refused
+      const objects = !this.standalone && isStaticPod(pod) ? new StaticPodObjects(podFullName(pod)) : this.objects;
+      const ctx: ApiVolumeContext = { pod, podDirectory: dir, objects, tokens: objects === this.objects ? this.tokens : new TokenManager({ source: objects, clock: this.opts.clock }), mounter: this.mounter, clock: this.opts.clock, downward };
+      // upstream marks these read-only (volume.Attributes.ReadOnly): the CRI mount is read-only
+      if (v.configMap) return { plugin: CONFIGMAP_PLUGIN, hostPath: await setUpConfigMap(ctx, v.name, v.configMap), readOnly: true };
+      if (v.secret) return { plugin: SECRET_PLUGIN, hostPath: await setUpSecret(ctx, v.name, v.secret), readOnly: true };
+      return { plugin: PROJECTED_PLUGIN, hostPath: await setUpProjected(ctx, v.name, v.projected!), readOnly: true };
     }
     const kind = Object.keys(v).find((k) => k !== 'name' && v[k] !== undefined && v[k] !== null) ?? 'unknown';
     const why = UNSUPPORTED[kind] ?? `${kind} volumes are not supported by kubelet-ts`;
