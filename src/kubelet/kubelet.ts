@@ -199,6 +199,15 @@ export class Kubelet {
     }
     this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
+    // The actual state of volumes is what is on disk and in the mount table (nothing to replay);
+    // housekeeping removes what belongs to no pod once every source was listed.
+    const found = await this.volumes.reconstruct().catch((err) => {
+      this.log.warn('Reading volumes from disk failed', { err: (err as Error).message });
+      return new Map();
+    });
+    const vols = [...found.values()].flat();
+    this.log.info('Reconstructed volumes from disk', { pods: found.size, volumes: vols.length, tmpfs: vols.filter((v) => v.tmpfs).length });
+
     this.running = true;
     await this.updateRuntimeUp();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
@@ -273,6 +282,7 @@ export class Kubelet {
       runtime: this.runtime,
       oom: this.oom,
       caches: [this.syncer.reasonCache],
+      volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
     });
   }

@@ -3,10 +3,14 @@
 // <name> (and the mount table for tmpfs), so it survives a restart of kubelet-ts without a
 // journal. mountPod runs before any container of the pod starts; unmountPod after they are gone.
 
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
+import { posix } from 'node:path';
 import { podFullName, type Pod, type ResourceList } from '../api/types.js';
+import { KubeletError } from '../util/errors.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { podDir } from '../util/safe-path.js';
+import { confinedJoin, podDir } from '../util/safe-path.js';
 import { setUpDownwardAPI, DOWNWARD_API_PLUGIN } from './downward-api.js';
 import { setUpEmptyDir, EMPTY_DIR_PLUGIN } from './empty-dir.js';
 import { VolumeMountError, VolumeSetupError } from './errors.js';
@@ -140,5 +144,122 @@ export class VolumeManager {
       await this.mounter.unmount(m);
       this.opts.log.info('Unmounted volume', { podUID: uid, path: m });
     }
+    this.tokens.forgetPod(uid);
   }
+
+  /**
+   * The actual state as it is on disk (upstream's reconstruction after a restart): every
+   * `<rootDir>/pods/<uid>/volumes/<plugin>/<name>`, and whether a tmpfs is mounted there.
+   * Symlinked pod or plugin directories are not followed.
+   */
+  async reconstruct(): Promise<Map<string, ReconstructedVolume[]>> {
+    const podsRoot = confinedJoin(this.opts.rootDir, 'pods');
+    const tmpfs = new Set((await this.mounter.list()).filter((m) => m.fsType === 'tmpfs').map((m) => m.mountPoint));
+    const out = new Map<string, ReconstructedVolume[]>();
+    for (const uid of await dirNames(podsRoot)) {
+      const vols: ReconstructedVolume[] = [];
+      const volumesDir = posix.join(podsRoot, uid, 'volumes');
+      for (const plugin of await dirNames(volumesDir)) {
+        for (const name of await dirNames(posix.join(volumesDir, plugin))) {
+          const path = posix.join(volumesDir, plugin, name);
+          vols.push({ plugin, name, path, tmpfs: tmpfs.has(path) });
+        }
+      }
+      out.set(uid, vols);
+    }
+    return out;
+  }
+
+  /**
+   * Removes the directories of pods no source, worker or runtime has any more (upstream
+   * cleanupOrphanedPodDirs): mounts under one are unmounted first, deepest first; the tree is
+   * then removed without following a symlink and without crossing into another filesystem (a
+   * mount left behind stops the removal). A symlink in place of a pod directory is unlinked.
+   * Returns the UIDs whose directories were removed.
+   */
+  async cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> {
+    const podsRoot = confinedJoin(this.opts.rootDir, 'pods');
+    let entries: Dirent[];
+    try {
+      entries = await readdir(podsRoot, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const removed: string[] = [];
+    for (const e of entries) {
+      const uid = e.name;
+      if (keep.has(uid)) continue;
+      let path: string;
+      try {
+        path = podDir(this.opts.rootDir, uid);
+      } catch {
+        continue;
+      }
+      try {
+        if (e.isSymbolicLink()) {
+          await unlink(path);
+        } else if (e.isDirectory()) {
+          await this.unmountPod(uid);
+          await removeOneFilesystem(path);
+        } else {
+          continue;
+        }
+        removed.push(uid);
+        this.opts.log.info('Removed orphaned pod directory', { podUID: uid, path });
+      } catch (err) {
+        this.opts.log.warn('Orphaned pod directory not removed', { podUID: uid, path, err: (err as Error).message });
+      }
+    }
+    return removed;
+  }
+}
+
+export interface ReconstructedVolume {
+  plugin: string;
+  name: string;
+  path: string;
+  tmpfs: boolean;
+}
+
+/** Names of the real directories (not symlinks) in `dir`; none when it is missing. */
+async function dirNames(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+export class OrphanCleanupError extends KubeletError {
+  constructor(readonly path: string, message: string) {
+    super('ERR_ORPHAN_CLEANUP', `${path}: ${message}`);
+  }
+}
+
+/**
+ * rm -r that never follows a symlink (it unlinks the link) and never descends into another
+ * filesystem (upstream RemoveAllOneFilesystem): a mount point still under the tree is an error.
+ */
+export async function removeOneFilesystem(root: string): Promise<void> {
+  const top = await lstat(root);
+  if (!top.isDirectory()) {
+    await unlink(root);
+    return;
+  }
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const p = posix.join(dir, e.name);
+      if (!e.isDirectory()) {
+        await unlink(p);
+        continue;
+      }
+      const st = await lstat(p);
+      if (st.dev !== top.dev) throw new OrphanCleanupError(p, 'is a mount point (another filesystem); not removing it');
+      await walk(p);
+      await rmdir(p);
+    }
+  };
+  await walk(root);
+  await rmdir(root);
 }
