@@ -27,7 +27,7 @@ import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
 import { ApiObjectSource } from '../volumemanager/object-source.js';
-import { DNSConfigurer } from '../network/dns.js';
+import { CHECK_RESOLV_CONF_PERIOD_MS, DNSConfigurer } from '../network/dns.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -74,6 +74,7 @@ export class Kubelet {
   private readonly syncLoop: SyncLoop;
   private readonly syncer: PodSyncer;
   private readonly volumes: VolumeManager;
+  private readonly dns: DNSConfigurer;
   private plegs?: KubeletPleg;
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
@@ -123,7 +124,14 @@ export class Kubelet {
       log: this.log,
       nodeName: this.nodeName,
       hostIPs: () => this.hostIPs,
-      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock }),
+      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy }),
+    });
+    this.dns = new DNSConfigurer({
+      clusterDNS: this.config.clusterDNS,
+      clusterDomain: this.config.clusterDomain,
+      resolvConf: this.config.resolvConf,
+      nodeIPs: () => this.hostIPs,
+      event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
     });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
@@ -139,14 +147,7 @@ export class Kubelet {
       syncFrequencyMs: this.config.syncFrequency,
       hostIPs: () => this.hostIPs,
       volumes: this.volumes,
-      dns: new DNSConfigurer({
-        clusterDNS: this.config.clusterDNS,
-        clusterDomain: this.config.clusterDomain,
-        // upstream's resolvConf default; the field itself is not read yet
-        resolvConf: '/etc/resolv.conf',
-        nodeIPs: () => this.hostIPs,
-        event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
-      }),
+      dns: this.dns,
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
@@ -224,6 +225,11 @@ export class Kubelet {
     // syncLoop blocks main); every other timer is unref'd.
     this.every('sync', SYNC_TICK_MS, () => this.syncLoop.handleSyncTick(), { keepAlive: true });
     this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.housekeeping());
+    if (config.resolvConf) {
+      // upstream checks the host resolv.conf against the resolver's limits at start and every 30 s
+      void this.checkResolvConf();
+      this.every('resolv-conf-check', CHECK_RESOLV_CONF_PERIOD_MS, () => this.checkResolvConf());
+    }
     this.syncLoop.lastIteration = this.clock.now();
     this.log.info('Started kubelet', { node: this.nodeName, hostIPs: this.hostIPs, staticPodPath: config.staticPodPath });
   }
@@ -285,6 +291,11 @@ export class Kubelet {
       volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
     });
+  }
+
+  private async checkResolvConf(): Promise<void> {
+    const warning = await this.dns.checkLimitsForResolvConf();
+    if (warning) this.events.record(`Node ${this.nodeName}`, 'Warning', 'CheckLimitsForResolvConf', warning);
   }
 
   private async updateRuntimeUp(): Promise<void> {
