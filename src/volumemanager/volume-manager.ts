@@ -19,6 +19,7 @@ import { systemMounter, type Mounter } from './mounter.js';
 import { setUpConfigMap, setUpProjected, setUpSecret, CONFIGMAP_PLUGIN, PROJECTED_PLUGIN, SECRET_PLUGIN, type ApiVolumeContext } from './api-volumes.js';
 import { StandaloneObjectSource, VolumeObjectError, type VolumeObjectSource } from './object-source.js';
 import { TokenManager } from './token-manager.js';
+import { setVolumeOwnership } from './ownership.js';
 import { isStaticPod } from '../runtime/resources.js';
 
 /** One set-up volume: where it is on the host and how the plugin wants it mounted. */
@@ -109,15 +110,18 @@ export class VolumeManager {
 
   private async setUp(pod: Pod, dir: string, v: NonNullable<Pod['spec']['volumes']>[number], podIPs: string[]): Promise<MountedVolume> {
     if (v.hostPath) return { plugin: HOST_PATH_PLUGIN, hostPath: await setUpHostPath(v.name, v.hostPath), readOnly: false };
-    if (v.emptyDir) return { plugin: EMPTY_DIR_PLUGIN, hostPath: await setUpEmptyDir(dir, v.name, v.emptyDir, this.mounter), readOnly: false };
+    const fsGroup = pod.spec.securityContext?.fsGroup ?? undefined;
+    if (v.emptyDir) return { plugin: EMPTY_DIR_PLUGIN, hostPath: await setUpEmptyDir(dir, v.name, v.emptyDir, this.mounter, fsGroup), readOnly: false };
+    // the API-data volumes are read-only: group read bits (upstream passes no change policy for them)
+    const setPerms = fsGroup === undefined ? undefined : (d: string) => setVolumeOwnership(d, fsGroup, true).then(() => undefined);
     const downward = { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs, nodeAllocatable: this.opts.nodeAllocatable };
     if (v.downwardAPI) {
-      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, downward, this.opts.clock, this.mounter), readOnly: true };
+      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, downward, this.opts.clock, this.mounter, setPerms), readOnly: true };
     }
     if (v.configMap || v.secret || v.projected) {
       // standalone: upstream's message; with an API server, static pods are still refused
       const objects = !this.standalone && isStaticPod(pod) ? new StaticPodObjects(podFullName(pod)) : this.objects;
-      const ctx: ApiVolumeContext = { pod, podDirectory: dir, objects, tokens: objects === this.objects ? this.tokens : new TokenManager({ source: objects, clock: this.opts.clock }), mounter: this.mounter, clock: this.opts.clock, downward };
+      const ctx: ApiVolumeContext = { pod, podDirectory: dir, objects, tokens: objects === this.objects ? this.tokens : new TokenManager({ source: objects, clock: this.opts.clock }), mounter: this.mounter, clock: this.opts.clock, downward, setPerms };
       // upstream marks these read-only (volume.Attributes.ReadOnly): the CRI mount is read-only
       if (v.configMap) return { plugin: CONFIGMAP_PLUGIN, hostPath: await setUpConfigMap(ctx, v.name, v.configMap), readOnly: true };
       if (v.secret) return { plugin: SECRET_PLUGIN, hostPath: await setUpSecret(ctx, v.name, v.secret), readOnly: true };

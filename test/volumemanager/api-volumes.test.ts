@@ -208,11 +208,13 @@ describe('projected volume', () => {
     assert.deepEqual(objects.tokenCalls, [{ namespace: 'default', serviceAccount: 'builder', audience: 'vault', expirationSeconds: 3600, pod: { name: 'web', uid: 'uid-proj' } }]);
   });
 
-  it('a token is 0600 when the pod has an fsGroup', async () => {
+  it('a token is 0600 when the pod has an fsGroup, then 0640 and the group\'s through the ownership step', async () => {
     const { vm } = setup();
-    const v = (await vm.mountPod(pod([{ name: 't', projected: { defaultMode: 0o644, sources: [sources[3]] } }], { securityContext: { fsGroup: 2000 } }, { uid: 'uid-fsg' }))).get('t')!;
-    assert.equal((await stat(join(v.hostPath, 'token'))).mode & 0o600, 0o600);
-    assert.equal((await stat(join(v.hostPath, 'token'))).mode & 0o007, 0);
+    const gid = process.getuid?.() === 0 ? 2000 : process.getgid!();
+    const v = (await vm.mountPod(pod([{ name: 't', projected: { defaultMode: 0o644, sources: [sources[3]] } }], { securityContext: { fsGroup: gid } }, { uid: 'uid-fsg' }))).get('t')!;
+    const st = await stat(join(v.hostPath, 'token'));
+    assert.equal(st.mode & 0o7777, 0o640);
+    assert.equal(st.gid, gid);
   });
 
   it('rotates the token once 80% of its lifetime passed, not before', async () => {
