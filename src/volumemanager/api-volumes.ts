@@ -12,7 +12,7 @@ import type { Clock } from '../util/clock.js';
 import { confinedJoin } from '../util/safe-path.js';
 import { writeAtomically, type FileProjection } from './atomic-writer.js';
 import { collectDownwardAPIData, type DownwardAPIContext, type DownwardAPIItem } from './downward-api.js';
-import { VolumeSetupError } from './errors.js';
+import { VolumePayloadError, VolumeSetupError } from './errors.js';
 import type { Mounter } from './mounter.js';
 import { ensureTmpfs } from './tmpfs.js';
 import { VolumeObjectError, type ConfigMapObject, type SecretObject, type VolumeObjectSource } from './object-source.js';
@@ -92,7 +92,7 @@ export function configMapPayload(items: readonly KeyToPath[] | undefined, cm: Co
     if (Object.hasOwn(data, item.key)) content = data[item.key]!;
     else if (Object.hasOwn(binary, item.key)) content = Buffer.from(binary[item.key]!, 'base64');
     else if (optional) continue;
-    else throw new Error(`configmap references non-existent config key: ${item.key}`);
+    else throw new VolumePayloadError(`configmap references non-existent config key: ${item.key}`);
     out.set(item.path, { data: content, mode: item.mode ?? mode });
   }
   return out;
@@ -110,7 +110,7 @@ export function secretPayload(items: readonly KeyToPath[] | undefined, secret: S
   for (const item of items) {
     if (!Object.hasOwn(data, item.key)) {
       if (optional) continue;
-      throw new Error(`references non-existent secret key: ${item.key}`);
+      throw new VolumePayloadError(`references non-existent secret key: ${item.key}`);
     }
     out.set(item.path, { data: Buffer.from(data[item.key]!, 'base64'), mode: item.mode ?? mode });
   }
@@ -219,15 +219,15 @@ export async function projectedPayload(ctx: ApiVolumeContext, volumeName: string
         // upstream: 0600 when an fsGroup is set; the ownership step then makes it 0640
         payload.set(tp.path, { data: token.token, mode: fsGroupSet ? 0o600 : defaultMode });
       } else if (s.clusterTrustBundle) {
-        throw new Error('clusterTrustBundle projections are not supported by kubelet-ts');
+        throw new VolumePayloadError('clusterTrustBundle projections are not supported by kubelet-ts');
       }
     } catch (err) {
       errs.push((err as Error).message);
     }
   }
   // upstream's aggregate: one error as is, several in brackets
-  if (errs.length === 1) throw new Error(errs[0]);
-  if (errs.length > 1) throw new Error(`[${errs.join(', ')}]`);
+  if (errs.length === 1) throw new VolumePayloadError(errs[0]);
+  if (errs.length > 1) throw new VolumePayloadError(`[${errs.join(', ')}]`);
   return payload;
 }
 
