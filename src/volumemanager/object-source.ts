@@ -47,6 +47,8 @@ export interface VolumeObjectSource {
   getSecret(namespace: string, name: string): Promise<SecretObject>;
   /** POST serviceaccounts/<sa>/token; `audience` '' asks for the API server's own audiences. */
   requestServiceAccountToken(namespace: string, serviceAccount: string, audience: string, expirationSeconds: number, boundPod: BoundPod): Promise<ServiceAccountToken>;
+  /** Drops what it cached that is stale (called from housekeeping). */
+  prune?(): void;
 }
 
 export type ObjectKind = 'configmap' | 'secret' | 'serviceaccount token';
@@ -131,6 +133,11 @@ export class ApiObjectSource implements VolumeObjectSource {
 
   getSecret(namespace: string, name: string): Promise<SecretObject> {
     return this.get('secret', 'secrets', namespace, name) as Promise<SecretObject>;
+  }
+
+  /** Objects (and NotFound answers) cached. */
+  get cached(): number {
+    return this.cache.size;
   }
 
   /** Drops cached objects older than the TTL (bounded memory whatever pods come and go). */

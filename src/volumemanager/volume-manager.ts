@@ -182,6 +182,9 @@ export class VolumeManager {
    * Returns the UIDs whose directories were removed.
    */
   async cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> {
+    // the caches stay bounded however many pods and objects come and go
+    this.tokens.prune();
+    this.objects.prune?.();
     const podsRoot = confinedJoin(this.opts.rootDir, 'pods');
     let entries: Dirent[];
     try {

@@ -130,3 +130,24 @@ describe('StandaloneObjectSource', () => {
     await rejectsWith(src.requestServiceAccountToken('kube-system', 'default', '', 3600, { name: 'p', uid: 'u' }), 'ERR_VOLUME_OBJECT_STANDALONE', /^serviceaccount token "kube-system\/default": not supported/);
   });
 });
+
+describe('ApiObjectSource cache bounds', () => {
+  it('prune drops entries older than the TTL', async () => {
+    const api = await startServer();
+    const client = new RestClient(configFor(api), { maxRetries: 0 });
+    try {
+      api.create('configmaps', 'default', { metadata: { name: 'p' }, data: { k: 'v' } });
+      const clock = new FakeClock();
+      const src = new ApiObjectSource({ client, clock });
+      await src.getConfigMap('default', 'p');
+      await src.getSecret('default', 'missing').catch(() => undefined);
+      assert.equal(src.cached, 2);
+      clock.step(DEFAULT_OBJECT_TTL_MS);
+      src.prune();
+      assert.equal(src.cached, 0);
+    } finally {
+      client.close();
+      await api.stop();
+    }
+  });
+});
