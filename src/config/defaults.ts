@@ -46,6 +46,8 @@ export function defaultKubeletConfig(): KubeletConfig {
     enableDebuggingHandlers: true,
     clusterDomain: '',
     clusterDNS: [],
+    resolvConf: '/etc/resolv.conf',
+    configMapAndSecretChangeDetectionStrategy: 'Watch',
     streamingConnectionIdleTimeout: 4 * 60 * MINUTE,
     nodeStatusUpdateFrequency: 10 * SECOND,
     nodeStatusReportFrequency: 5 * MINUTE,

@@ -76,6 +76,10 @@ export interface KubeletConfig {
   enableDebuggingHandlers: boolean;
   clusterDomain: string;
   clusterDNS: string[];
+  /** The resolver config host-DNS pods inherit; '' = none (the node's loopback resolver). Default /etc/resolv.conf. */
+  resolvConf: string;
+  /** How configMap and secret volumes notice changes: Get, Cache or Watch (default; served as a TTL-cached Get). */
+  configMapAndSecretChangeDetectionStrategy: 'Get' | 'Cache' | 'Watch';
   /** ms. Default 4h (upstream: deprecated, no effect). */
   streamingConnectionIdleTimeout: number;
   /** ms between node status computations. Default 10s. */

@@ -207,6 +207,9 @@ export function resolveKubeletConfig(
   c.enableDebuggingHandlers = orUnset(r.bool('enableDebuggingHandlers'), c.enableDebuggingHandlers);
   c.clusterDomain = orUnset(r.str('clusterDomain'), c.clusterDomain);
   c.clusterDNS = orUnset(r.strList('clusterDNS'), c.clusterDNS);
+  // upstream: a pointer; an explicit "" means no host resolv.conf at all
+  c.resolvConf = orUnset(r.str('resolvConf'), c.resolvConf);
+  c.configMapAndSecretChangeDetectionStrategy = orDefault(r.str('configMapAndSecretChangeDetectionStrategy'), c.configMapAndSecretChangeDetectionStrategy) as KubeletConfig['configMapAndSecretChangeDetectionStrategy'];
   c.streamingConnectionIdleTimeout = orDefault(
     r.duration('streamingConnectionIdleTimeout'),
     c.streamingConnectionIdleTimeout,

@@ -63,6 +63,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   // Pod DNS.
   clusterDomain: 'implemented',
   clusterDNS: 'implemented',
+  resolvConf: 'implemented',
+  // Volumes: Watch is served as a TTL-cached Get (src/volumemanager/object-source.ts).
+  configMapAndSecretChangeDetectionStrategy: 'implemented',
   // Node allocatable, cgroups, admission.
   cgroupsPerQOS: 'not-implemented',
   // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.

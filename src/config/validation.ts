@@ -123,6 +123,9 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   c.clusterDNS.forEach((ip, i) => {
     if (isIP(ip) === 0) bad(`clusterDNS[${i}]`, `must be an IP address, got ${showValue(ip)}`);
   });
+  if (!['Get', 'Cache', 'Watch'].includes(c.configMapAndSecretChangeDetectionStrategy)) {
+    bad('configMapAndSecretChangeDetectionStrategy', `must be one of "Get", "Cache", "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
+  }
   if (c.maxPods < 0) bad('maxPods', `must not be a negative number, got ${c.maxPods}`);
   if (c.nodeLeaseDurationSeconds <= 0) {
     bad('nodeLeaseDurationSeconds', `must be greater than 0, got ${c.nodeLeaseDurationSeconds}`);
