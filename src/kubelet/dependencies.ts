@@ -23,6 +23,7 @@ import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroup
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import type { RestClient } from '../client/rest.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 
@@ -70,6 +71,8 @@ export interface KubeletDependencies {
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
+  /** The API server client (--kubeconfig); undefined: standalone. */
+  apiClient?: RestClient;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
