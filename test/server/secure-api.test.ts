@@ -7,7 +7,7 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { connect as h2connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
@@ -320,5 +320,27 @@ describe('the secure port: TLS, webhook authn/authz, every path', { timeout: 120
     const got = await admin.get<{ node: { nodeName: string }; pods: unknown[] }>(`/api/v1/nodes/${NODE}/proxy/stats/summary`);
     assert.equal(got.node.nodeName, NODE);
     assert.deepEqual(api.reviews.accessReviews.map((s) => [s.user, s.resourceAttributes?.subresource]), [['kube-apiserver-kubelet-client', 'stats']]);
+  });
+
+  it('kubectl get --raw /api/v1/nodes/<node>/proxy/... works (the real client, through the double, to kubelet-ts)', async () => {
+    fresh();
+    api.reviews.allowNodeSubresources({ 'kube-apiserver-kubelet-client': ['stats', 'metrics'] });
+    const kc = join(dir, 'admin.kubeconfig');
+    writeFileSync(kc, api.kubeconfigFor('kubernetes-admin', ['system:masters'], 'cert'));
+    // Asynchronously: the kubelet answering kubectl runs on this event loop.
+    const run = (args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('kubectl', ['--kubeconfig', kc, ...args], { timeout: 20_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }));
+    });
+    const summaryRun = await run(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/stats/summary`]);
+    assert.equal(summaryRun.code, 0, summaryRun.stderr);
+    assert.equal((JSON.parse(summaryRun.stdout) as { node: { nodeName: string } }).node.nodeName, NODE);
+    const cadvisorRun = await run(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics/cadvisor`]);
+    assert.equal(cadvisorRun.code, 0, cadvisorRun.stderr);
+    assert.ok(prometheusFamilies(cadvisorRun.stdout).some((l) => l.startsWith('container_memory_working_set_bytes ')));
+    // The kubelet's refusal comes back through the proxy as is.
+    const denied = await run(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/configz`]);
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /Forbidden/);
   });
 });
