@@ -79,6 +79,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'tls-private-key-file', kind: 'string', configField: 'tlsPrivateKeyFile', help: 'File containing x509 private key matching --tls-cert-file.' },
   { name: 'tls-min-version', kind: 'string', configField: 'tlsMinVersion',
     help: 'Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13.' },
+  { name: 'port', kind: 'int', configField: 'port', defaultText: '10250', help: 'The port for the Kubelet to serve on.' },
   { name: 'read-only-port', kind: 'int', configField: 'readOnlyPort', defaultText: '10255 without --config, else 0',
     help: 'The read-only port for the kubelet to serve on with no authentication/authorization (set to 0 to disable).' },
   { name: 'healthz-port', kind: 'int', configField: 'healthzPort', defaultText: '10248',

@@ -11,7 +11,7 @@ import { formatDuration } from './duration.js';
 import { ConfigError, type ConfigIssue, showValue } from './errors.js';
 import { type KubeletConfig, OOM_WATCHER_MODES, STATS_BACKENDS } from './kubelet-config.js';
 import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js';
-import { CIPHER_SUITES, TLS_VERSIONS } from '../server/tls-names.js';
+import { CIPHER_SUITES, TLS_VERSIONS } from './tls-names.js';
 import { ENFORCE_NODE_ALLOCATABLE_KEYS, EVICTION_SIGNALS, RESERVABLE_RESOURCES } from './schema.js';
 
 const SECOND = 1_000;

@@ -10,7 +10,6 @@ import type { Pod, PodList } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
 import { formatDuration } from '../config/duration.js';
 import type { KubeletConfig } from '../config/index.js';
-import type { Summary } from '../stats/summary.js';
 import type { Clock } from '../util/clock.js';
 import { escapePath } from './request-target.js';
 import { sendJSON, withMethods, type Handler } from './server.js';
@@ -60,6 +59,18 @@ export function configzHandler(config: KubeletConfig): Handler {
 
 // ---- /metrics/cadvisor ----
 
+type StatsTime = Date | string | null | undefined;
+interface UsageStats {
+  startTime?: StatsTime;
+  cpu?: { time?: StatsTime; usageCoreNanoSeconds?: bigint | number };
+  memory?: { time?: StatsTime; usageBytes?: bigint | number; workingSetBytes?: bigint | number; rssBytes?: bigint | number };
+}
+
+/** The part of the stats/v1alpha1 Summary (src/stats) the cAdvisor families are made from. */
+export interface Summary {
+  pods: Array<UsageStats & { podRef: { name: string; namespace: string; uid: string }; containers: Array<UsageStats & { name: string }> }>;
+}
+
 export interface CadvisorSource {
   getSummary(): Promise<Summary>;
   getPods(): Pod[];
@@ -102,10 +113,10 @@ export function renderCadvisorMetrics(summary: Summary | undefined, pods: Pod[],
   for (const ps of summary?.pods ?? []) {
     const pod = byUID.get(ps.podRef.uid);
     const podCgroup = pod ? podCgroupName(pod) : '';
-    const series: Array<{ labels: Record<(typeof LABELS)[number], string>; s: { cpu?: { usageCoreNanoSeconds?: number }; memory?: { usageBytes?: number; workingSetBytes?: number; rssBytes?: number }; startTime?: Date | string }; limit?: number; ts: number }> = [];
+    const series: Array<{ labels: Record<(typeof LABELS)[number], string>; s: UsageStats; limit?: number; ts: number }> = [];
     series.push({
       labels: { container: '', id: podCgroup, image: '', name: '', namespace: ps.podRef.namespace, pod: ps.podRef.name },
-      s: ps as never,
+      s: ps,
       ts: timeOf(ps.cpu?.time ?? ps.memory?.time, nowMs),
     });
     for (const cs of ps.containers) {
@@ -119,19 +130,19 @@ export function renderCadvisorMetrics(summary: Summary | undefined, pods: Pod[],
       }
       series.push({
         labels: { container: cs.name, id: id && podCgroup ? `${podCgroup}/${id}` : '', image: status?.image ?? spec?.image ?? '', name: id, namespace: ps.podRef.namespace, pod: ps.podRef.name },
-        s: cs as never,
+        s: cs,
         limit: memLimit,
         ts: timeOf(cs.cpu?.time ?? cs.memory?.time, nowMs),
       });
     }
     for (const { labels, s, limit: lim, ts } of series) {
       const l = LABELS.map((k) => `${k}="${lv(labels[k])}"`).join(',');
-      if (s.cpu?.usageCoreNanoSeconds !== undefined) cpu.lines.push(`container_cpu_usage_seconds_total{${l},cpu="total"} ${s.cpu.usageCoreNanoSeconds / 1e9} ${ts}`);
-      if (s.memory?.usageBytes !== undefined) usage.lines.push(`container_memory_usage_bytes{${l}} ${s.memory.usageBytes} ${ts}`);
-      if (s.memory?.workingSetBytes !== undefined) ws.lines.push(`container_memory_working_set_bytes{${l}} ${s.memory.workingSetBytes} ${ts}`);
-      if (s.memory?.rssBytes !== undefined) rss.lines.push(`container_memory_rss{${l}} ${s.memory.rssBytes} ${ts}`);
+      if (s.cpu?.usageCoreNanoSeconds !== undefined) cpu.lines.push(`container_cpu_usage_seconds_total{${l},cpu="total"} ${Number(s.cpu.usageCoreNanoSeconds) / 1e9} ${ts}`);
+      if (s.memory?.usageBytes !== undefined) usage.lines.push(`container_memory_usage_bytes{${l}} ${String(s.memory.usageBytes)} ${ts}`);
+      if (s.memory?.workingSetBytes !== undefined) ws.lines.push(`container_memory_working_set_bytes{${l}} ${String(s.memory.workingSetBytes)} ${ts}`);
+      if (s.memory?.rssBytes !== undefined) rss.lines.push(`container_memory_rss{${l}} ${String(s.memory.rssBytes)} ${ts}`);
       if (lim !== undefined) limit.lines.push(`container_spec_memory_limit_bytes{${l}} ${lim} ${ts}`);
-      if (s.startTime !== undefined) start.lines.push(`container_start_time_seconds{${l}} ${new Date(s.startTime).getTime() / 1000} ${ts}`);
+      if (s.startTime !== undefined && s.startTime !== null) start.lines.push(`container_start_time_seconds{${l}} ${new Date(s.startTime).getTime() / 1000} ${ts}`);
       seen.lines.push(`container_last_seen{${l}} ${Math.floor(nowMs / 1000)} ${ts}`);
     }
   }
@@ -143,7 +154,7 @@ export function renderCadvisorMetrics(summary: Summary | undefined, pods: Pod[],
   return out;
 }
 
-function timeOf(t: Date | string | null | undefined, fallback: number): number {
+function timeOf(t: StatsTime, fallback: number): number {
   if (t === undefined || t === null) return fallback;
   const ms = new Date(t).getTime();
   return Number.isFinite(ms) ? ms : fallback;

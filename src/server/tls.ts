@@ -15,7 +15,7 @@ import type { KubeletConfig } from '../config/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { ServingCertError } from './errors.js';
-import { CIPHER_SUITES, DEFAULT_TLS_MIN_VERSION, TLS_VERSIONS } from './tls-names.js';
+import { CIPHER_SUITES, DEFAULT_TLS_MIN_VERSION, TLS_VERSIONS } from '../config/tls-names.js';
 
 export const SELF_SIGNED_CERT_FILE = 'kubelet.crt';
 export const SELF_SIGNED_KEY_FILE = 'kubelet.key';

@@ -33,15 +33,15 @@ const summary: Summary = {
   pods: [{
     podRef: { name: 'web', namespace: 'default', uid: 'u1' },
     startTime: new Date(T0),
-    cpu: { time: new Date(T0), usageCoreNanoSeconds: 2_500_000_000, usageNanoCores: 1000 },
-    memory: { time: new Date(T0), workingSetBytes: 2048, usageBytes: 4096, rssBytes: 1024 },
+    cpu: { time: new Date(T0), usageCoreNanoSeconds: 2_500_000_000n, usageNanoCores: 1000n },
+    memory: { time: new Date(T0), workingSetBytes: 2048n, usageBytes: 4096n, rssBytes: 1024n },
     containers: [{
       name: 'app', startTime: new Date(T0),
-      cpu: { time: new Date(T0), usageCoreNanoSeconds: 1_500_000_000, usageNanoCores: 500 },
-      memory: { time: new Date(T0), workingSetBytes: 1024, usageBytes: 2048, rssBytes: 512 },
+      cpu: { time: new Date(T0), usageCoreNanoSeconds: 1_500_000_000n, usageNanoCores: 500n },
+      memory: { time: new Date(T0), workingSetBytes: 1024n, usageBytes: 2048n, rssBytes: 512n },
     }],
   }],
-} as unknown as Summary;
+};
 
 const webPod = {
   apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', uid: 'u1' },
