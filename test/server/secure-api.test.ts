@@ -23,7 +23,7 @@ import { statsRoutes } from '../../src/stats/routes.js';
 import type { Summary } from '../../src/stats/summary.js';
 import { Registry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/util/clock.js';
-import { freePort, hostDouble, recordingLogger } from './raw-http.js';
+import { exchange, freePort, hostDouble, recordingLogger } from './raw-http.js';
 
 const NODE = 'node-a';
 const T0 = Date.UTC(2026, 0, 1);
@@ -145,7 +145,9 @@ describe('the secure port: TLS, webhook authn/authz, every path', { timeout: 120
       probeMetrics: probeRegistry,
       cadvisor: { getSummary: () => Promise.resolve(summary), getPods: () => host.pods, podCgroupName: () => '/kubepods/burstable/podu1' },
       runningPods: () => host.pods,
-      streaming: new Map([['/containerLogs/', echo('logs')], ['/exec/', echo('exec')]]),
+      streaming: new Map([['/containerLogs/', echo('logs')], ['/exec/', Object.assign(echo('exec'), {
+        upgrade: (_req: unknown, socket: import('node:stream').Duplex) => { socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n'); },
+      })]]),
       systemLogRoot: join(dir, 'varlog'),
     });
     server = new KubeletServer({ host, log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0, secure });
@@ -231,6 +233,20 @@ describe('the secure port: TLS, webhook authn/authz, every path', { timeout: 120
       assert.equal(r.status, viaProxy ? 200 : 403, `${p.method} ${p.path}`);
       assert.deepEqual(api.reviews.accessReviews.map((s) => s.resourceAttributes?.subresource), p.subresources, `${p.method} ${p.path}`);
     }
+  });
+
+  it('an upgrade (exec) reaches its handler only once admitted: 401 and 403 are answered on the socket', async () => {
+    const upgrade = (auth: string) => exchange(port, [`POST /exec/default/web/app?command=sh HTTP/1.1\r\nHost: x\r\n${auth}Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n`], { tls: true });
+    fresh();
+    api.reviews.allowNodeSubresources({ bob: ['proxy'] });
+    const none = await upgrade('');
+    assert.equal(none.response?.status, 401);
+    assert.equal(none.response?.body, 'Unauthorized');
+    const denied = await upgrade(`Authorization: Bearer ${tokens.alice}\r\n`);
+    assert.equal(denied.response?.status, 403);
+    assert.equal(denied.response?.body, 'Forbidden (user=alice, verb=create, resource=nodes, subresource(s)=[proxy])');
+    const admitted = await upgrade(`Authorization: Bearer ${tokens.bob}\r\n`);
+    assert.match(admitted.raw, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
   });
 
   it('a client certificate from the client CA authenticates without a TokenReview (user CN, groups O)', async () => {
