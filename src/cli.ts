@@ -10,6 +10,9 @@ import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { metricsHandler } from './server/server.js';
+import { buildSecureServing } from './server/secure.js';
+import { isKubeletError } from './util/errors.js';
+import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
@@ -83,7 +86,34 @@ export async function main(argv: string[]): Promise<number> {
     },
     log,
   });
+  let secure;
+  if (config.enableServer) {
+    try {
+      secure = await buildSecureServing({
+        config,
+        nodeName: kubelet.nodeName,
+        hostname: kubelet.nodeName,
+        certDirectory: flags.certDirectory ?? join(flags.rootDir, 'pki'),
+        apiClient: deps.apiClient,
+        clock: deps.clock,
+        log,
+        statsRoutes: statsRoutes(stats),
+        metrics: kubelet.metrics,
+        probeMetrics: kubelet.probes?.metrics.registry,
+        cadvisor: { getSummary: () => stats.getSummary(), getPods: () => kubelet.getPods(), podCgroupName: (p) => kubelet.podCgroupName(p) },
+        runningPods: () => kubelet.runningPods(),
+      });
+    } catch (err) {
+      // Upstream exits here; standalone kubelet-ts (no --kubeconfig yet) keeps running without 10250.
+      if (!isKubeletError(err, 'ERR_SERVER_AUTH_CONFIG')) {
+        log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+        return 1;
+      }
+      log.error('Not serving the kubelet API (port)', { port: config.port, err: (err as Error).message });
+    }
+  }
   const server = new KubeletServer({
+    secure,
     routes: new Map([
       ...statsRoutes(stats),
       ['/metrics', metricsHandler(kubelet.metrics)],

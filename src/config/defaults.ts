@@ -30,6 +30,12 @@ export function defaultKubeletConfig(): KubeletConfig {
     address: '0.0.0.0',
     port: 10250,
     readOnlyPort: 0,
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    tlsCipherSuites: [],
+    tlsMinVersion: '',
+    enableSystemLogHandler: true,
+    enableProfilingHandler: true,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
     authentication: {

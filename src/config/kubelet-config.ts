@@ -53,6 +53,18 @@ export interface KubeletConfig {
   port: number;
   /** Unauthenticated read-only port; 0 = disabled. Default 0. */
   readOnlyPort: number;
+  /** The serving certificate (with intermediates); '' = a self-signed one in the cert directory. */
+  tlsCertFile: string;
+  /** The serving certificate's key; '' with tlsCertFile ''. */
+  tlsPrivateKeyFile: string;
+  /** Go cipher suite names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); [] = the TLS library's defaults. */
+  tlsCipherSuites: string[];
+  /** VersionTLS10..VersionTLS13; '' = TLS 1.2 (Go's server default). */
+  tlsMinVersion: string;
+  /** Serve the node's log files (/var/log) at /logs/. Default true. */
+  enableSystemLogHandler: boolean;
+  /** Serve profiling (CPU profile, heap snapshot) at /debug/pprof/. Default true. */
+  enableProfilingHandler: boolean;
   /** healthz IP. Default 127.0.0.1. */
   healthzBindAddress: string;
   /** healthz port; 0 = disabled. Default 10248. */

@@ -40,12 +40,18 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   statsBackend: 'implemented',
   oomWatcher: 'implemented',
 
-  // The secured API server (port 10250) and its auth: not there yet.
-  enableServer: 'not-implemented',
-  port: 'not-implemented',
-  authentication: 'not-implemented',
-  authorization: 'not-implemented',
-  enableDebuggingHandlers: 'not-implemented',
+  // The secured API server (port 10250): TLS, authentication, authorization, its handlers.
+  enableServer: 'implemented',
+  port: 'implemented',
+  tlsCertFile: 'implemented',
+  tlsPrivateKeyFile: 'implemented',
+  tlsCipherSuites: 'implemented',
+  tlsMinVersion: 'implemented',
+  authentication: 'implemented',
+  authorization: 'implemented',
+  enableSystemLogHandler: 'implemented',
+  enableProfilingHandler: 'implemented',
+  enableDebuggingHandlers: 'implemented',
   streamingConnectionIdleTimeout: 'not-implemented',
   // The API server connection (--kubeconfig): node registration, status, lease, events.
   kubeAPIQPS: 'implemented',
@@ -108,6 +114,7 @@ export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'l
   kubeconfig: 'implemented',
   nodeLabels: 'implemented',
   rootDir: 'implemented',
+  certDirectory: 'implemented',
   hostnameOverride: 'implemented',
   nodeIP: 'implemented',
   verbosity: 'implemented',

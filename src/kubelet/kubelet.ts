@@ -401,6 +401,21 @@ export class Kubelet {
     });
   }
 
+  /** The pods the runtime runs (/runningpods/): upstream's ToAPIPod of the running pods in the cache. */
+  runningPods(): Pod[] {
+    const pods: Pod[] = [];
+    for (const uid of this.cache.uids()) {
+      const s = this.cache.get(uid).status;
+      const running = s?.containerStatuses.filter((c) => c.state === 'running') ?? [];
+      if (!s || (running.length === 0 && !s.sandboxStatuses.some((b) => b.state === 'ready'))) continue;
+      pods.push({
+        metadata: { name: s.name, namespace: s.namespace, uid: s.uid },
+        spec: { containers: running.map((c) => ({ name: c.name, image: c.image })) },
+      } as Pod);
+    }
+    return pods;
+  }
+
   /** The pod's cgroup name (`/kubepods/<qos>/pod<uid>`); a container's is `<that>/<container id>`. */
   podCgroupName(pod: Pod): string {
     return this.cgroups.podCgroupName(pod);

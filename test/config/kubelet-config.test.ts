@@ -173,9 +173,8 @@ describe('a kubeadm-generated config', () => {
 
   it('names the modeled fields it sets that kubelet-ts does not implement', () => {
     const names = notImplementedWarnings(config, defaultKubeletConfig());
-    assert.deepEqual(names.sort(), [
-      'field authentication.x509.clientCAFile is not implemented by kubelet-ts yet; ignored',
-    ]);
+    // authentication (x509.clientCAFile) is implemented now: nothing left to name.
+    assert.deepEqual(names.sort(), []);
   });
 
   it('is refused with the systemd cgroup driver kubeadm writes by default, naming cgroupDriver', () => {
@@ -319,8 +318,9 @@ describe('parseKubeletConfigFile', () => {
     const { config, warnings } = loadFixture('unknown-fields.yaml');
     assert.ok(warnings.some((w) => w.includes('unknown field "maxPodz"')), JSON.stringify(warnings));
     assert.ok(warnings.some((w) => w.includes('unknown field "authentication.webhook.cacheTtl"')), JSON.stringify(warnings));
-    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not implemented by kubelet-ts yet; ignored')));
-    assert.equal(warnings.length, 3, JSON.stringify(warnings));
+    // tlsCipherSuites is implemented (and validated) now: no warning.
+    assert.ok(!warnings.some((w) => w.includes('tlsCipherSuites')), JSON.stringify(warnings));
+    assert.equal(warnings.length, 2, JSON.stringify(warnings));
     assert.equal(config.maxPods, 250);
     assert.equal(config.statsBackend, 'fs');
     assert.equal(config.oomWatcher, 'cgroup');
