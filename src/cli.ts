@@ -22,6 +22,8 @@ import type { Logger } from './util/log.js';
 
 /** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
+/** The longest one API server call (retries included) may take before it is abandoned. */
+export const API_CALL_TIMEOUT_MS = 60_000;
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
@@ -152,11 +154,12 @@ export async function main(argv: string[]): Promise<number> {
 export function apiClientFrom(config: Pick<KubeletConfig, 'kubeAPIQPS' | 'kubeAPIBurst' | 'contentType'>, flags: Pick<KubeletFlags, 'kubeconfig'>, log: Logger): RestClient | undefined {
   if (flags.kubeconfig === undefined) return undefined;
   const rest = loadKubeconfig(flags.kubeconfig);
-  // kubelet-ts encodes only JSON, which every API server accepts for every kind.
-  if (config.contentType === CONTENT_TYPE_PROTOBUF) log.v(2).info('Talking JSON to the API server (protobuf is not spoken by kubelet-ts)', { contentType: config.contentType });
-  log.info('Using the API server', { server: rest.server, kubeconfig: rest.source, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst });
-  // kubeAPIQPS 0 means no client-side limit (RestClient: qps <= 0).
-  return new RestClient(rest, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, userAgent: 'kubelet-ts' });
+  // kubelet-ts encodes only JSON, which every API server accepts for every kind: say so when protobuf is asked for.
+  const wire = config.contentType === CONTENT_TYPE_PROTOBUF ? { contentType: config.contentType, spoken: 'application/json (protobuf is not implemented)' } : { contentType: config.contentType };
+  log.info('Using the API server', { server: rest.server, kubeconfig: rest.source, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, ...wire });
+  // kubeAPIQPS 0 means no client-side limit (RestClient: qps <= 0). Every call has a deadline
+  // (watches excepted: they end on the server's timeout).
+  return new RestClient(rest, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, timeoutMs: API_CALL_TIMEOUT_MS, userAgent: 'kubelet-ts' });
 }
 
 /**

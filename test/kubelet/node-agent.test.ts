@@ -143,6 +143,18 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     assert.equal(codes.at(-1), 200);
   });
 
+  it('at rest sends one lease renewal per 10 s and nothing else: the Node comes from a watch, an unchanged status is not re-sent', async () => {
+    await start();
+    await until(h.clock, 'Ready', () => ready()?.status === 'True', 100);
+    await until(h.clock, 'the node watch', () => api.requests.some((r) => r.path === '/api/v1/nodes' && r.watch), 100);
+    // Let start-up settle (first renewals, the status update after registration).
+    for (let i = 0; i < 30; i++) { h.clock.step(1_000); await settle(3); }
+    const from = api.requests.length;
+    for (let i = 0; i < 60; i++) { h.clock.step(1_000); await settle(3); }
+    const minute = api.requests.slice(from).filter((r) => !r.path.includes('/events'));
+    assert.deepEqual(minute.map((r) => `${r.method} ${r.path}`), Array(6).fill(`PUT ${leasePath}/node-a`));
+  });
+
   it('rides out 10 minutes without the API server: nothing crashes, the loop runs, lease and status resume', async () => {
     await start();
     await until(h.clock, 'the lease', () => lease(), 100);
