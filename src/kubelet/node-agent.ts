@@ -18,8 +18,6 @@ import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import type { NodeFacts } from './dependencies.js';
 
-/** upstream's KubeletPort default: daemonEndpoints.kubeletEndpoint.Port. */
-export const DEFAULT_KUBELET_PORT = 10250;
 
 /** How long stop() waits for the status and lease loops to notice the abort. */
 export const NODE_AGENT_STOP_MS = 1_000;
@@ -108,8 +106,8 @@ export class NodeAgent {
         readyErrors: () => this.runtimeState.readyErrors(),
       },
       kubeletVersion: KUBELET_VERSION,
-      // The secured kubelet API (the config's port) is not served yet; upstream's default port stands in.
-      kubeletPort: DEFAULT_KUBELET_PORT,
+      // The secured kubelet API's port, where the API server proxies nodes/proxy, logs and exec.
+      kubeletPort: config.port,
       nodeIPs: flags.nodeIP.length ? flags.nodeIP : (o.hostIPs ?? []),
       maxPods: config.maxPods,
       kubeReserved: config.kubeReserved,

@@ -40,6 +40,7 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     h.flags.nodeLabels = { role: 'infra' };
     h.config.registerWithTaints = [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }];
     h.config.maxPods = 42;
+    h.config.port = 10350;
     h.config.kubeReserved = { cpu: '500m', memory: '1Gi' };
     h.config.systemReserved = { memory: '512Mi' };
     h.config.evictionHard = { 'memory.available': '100Mi', 'nodefs.available': '10%' };
@@ -81,7 +82,8 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     assert.equal(n.status.nodeInfo.containerRuntimeVersion, 'containerd://1.7.24');
     assert.equal(n.status.nodeInfo.kubeletVersion, KUBELET_VERSION);
     assert.deepEqual(n.status.images, [{ names: ['busybox@sha256:aa', 'busybox:1.36'], sizeBytes: 2_000_000 }]);
-    assert.deepEqual(n.status.daemonEndpoints, { kubeletEndpoint: { Port: 10250 } });
+    // The secure port the config gives: where the API server proxies logs, exec and nodes/proxy.
+    assert.deepEqual(n.status.daemonEndpoints, { kubeletEndpoint: { Port: 10350 } });
     const conds = Object.fromEntries(n.status.conditions.map((c: { type: string; status: string; reason: string }) => [c.type, `${c.status} ${c.reason}`]));
     assert.deepEqual(conds, {
       MemoryPressure: 'False KubeletHasSufficientMemory', DiskPressure: 'False KubeletHasNoDiskPressure',
