@@ -437,6 +437,9 @@ interface SimResult {
   steadyCores: number;
   steadyRssMb: number;
   startCpuS: number;
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
 }
 
 async function simDensity(n: number, restS: number, log: (l: string) => void): Promise<SimResult> {
@@ -500,7 +503,23 @@ async function simDensity(n: number, restS: number, log: (l: string) => void): P
     // Settle: status updates and first stats housekeeping after the burst.
     await sleep(15_000);
     const rest = await atRest(pid, restS);
-    return { pods: n, startS, podsPerS: n / startS, steadyCores: rest.cores, steadyRssMb: rest.rssMb, startCpuS };
+    // Where the RSS goes: the V8 heap (used / reserved) and memory outside it, from /metrics.
+    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+    const metric = (name: string): number => {
+      const m = metrics.match(new RegExp(`^${name} (\\S+)$`, 'm'));
+      return m ? Number(m[1]) / 2 ** 20 : NaN;
+    };
+    return {
+      pods: n,
+      startS,
+      podsPerS: n / startS,
+      steadyCores: rest.cores,
+      steadyRssMb: rest.rssMb,
+      startCpuS,
+      heapUsedMb: metric('nodejs_heap_size_used_bytes'),
+      heapTotalMb: metric('nodejs_heap_size_total_bytes'),
+      externalMb: metric('nodejs_external_memory_bytes'),
+    };
   } finally {
     if (kubelet) await stopChild(kubelet, 10_000);
     if (sim) await stopChild(sim.child, 5000);
@@ -540,6 +559,9 @@ async function main(): Promise<number> {
           { case: k, metric: 'start_cpu_s', value: round(s.startCpuS), unit: 's' },
           { case: k, metric: 'steady_cpu_cores', value: round(s.steadyCores, 4), unit: 'cores' },
           { case: k, metric: 'steady_rss_mb', value: round(s.steadyRssMb, 1), unit: 'MiB' },
+          { case: k, metric: 'steady_heap_used_mb', value: round(s.heapUsedMb, 1), unit: 'MiB' },
+          { case: k, metric: 'steady_heap_total_mb', value: round(s.heapTotalMb, 1), unit: 'MiB' },
+          { case: k, metric: 'steady_external_mb', value: round(s.externalMb, 1), unit: 'MiB' },
         );
       }
     }
@@ -578,9 +600,11 @@ async function main(): Promise<number> {
     log('');
   }
   if (sims.length) {
-    log('| simulated runtime | all started s | pods/s | start cpu s | steady cpu cores | steady RSS MiB |');
-    log('|---|---|---|---|---|---|');
-    for (const s of sims) log(`| sim ${s.pods} pods | ${s.startS.toFixed(1)} | ${s.podsPerS.toFixed(1)} | ${s.startCpuS.toFixed(1)} | ${s.steadyCores.toFixed(4)} | ${s.steadyRssMb.toFixed(1)} |`);
+    log('| simulated runtime | all started s | pods/s | start cpu s | steady cpu cores | steady RSS MiB | heap used / total MiB | external MiB |');
+    log('|---|---|---|---|---|---|---|---|');
+    for (const s of sims) {
+      log(`| sim ${s.pods} pods | ${s.startS.toFixed(1)} | ${s.podsPerS.toFixed(1)} | ${s.startCpuS.toFixed(1)} | ${s.steadyCores.toFixed(4)} | ${s.steadyRssMb.toFixed(1)} | ${s.heapUsedMb.toFixed(1)} / ${s.heapTotalMb.toFixed(1)} | ${s.externalMb.toFixed(1)} |`);
+    }
     log('');
   }
   for (const t of targets) log(`# target ${t.name}: ${t.value ?? '-'} ${t.op} ${t.target} ${t.met ? 'met' : 'NOT met'}`);
