@@ -290,6 +290,12 @@ export class StatsProvider {
         plan.pods.push(podPlan);
       }
     }
+    // Containers gone from the plan: their kept-open cgroup descriptors go with them.
+    if (this.#reader?.forget) {
+      const dropped: CgroupRef[] = [];
+      for (const [key, ref] of this.#refCache) if (!next.has(key)) dropped.push(ref);
+      if (dropped.length > 0) this.#reader.forget(dropped);
+    }
     this.#refCache = next;
     return { plan, refs, paths };
   }
