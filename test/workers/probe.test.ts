@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { httpProbe, tcpProbe, grpcProbe, MAX_RESPONSE_BODY, type HttpProbeRequest } from '../../workers/probe.js';
@@ -140,6 +142,43 @@ test('http and tcp probes leave no socket in TIME_WAIT', async () => {
   } finally {
     await close(server);
   }
+});
+
+/** Socket handles of this process (server and client sides) that are still open. */
+const tcpHandles = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+
+test('http probe against a server that closes first (HTTP/1.0, as busybox httpd) leaves no socket open', async () => {
+  const server = net.createServer((s) => {
+    s.on('error', () => {});
+    s.once('data', () => s.end('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const before = tcpHandles();
+  try {
+    const rs = await Promise.all(Array.from({ length: 20 }, () => httpProbe(req(port, '/'))));
+    assert.ok(rs.every((r) => r.result === 'success'));
+    // closes finish on the next turns of the loop; the limit only bounds a leak
+    for (let i = 0; i < 100 && tcpHandles() > before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(tcpHandles(), before, 'every probe socket is closed');
+  } finally {
+    await close(server);
+  }
+});
+
+test('a process whose probe pool ran probes (one still in flight) exits once the runner is closed', async () => {
+  const script = fileURLToPath(new URL('../fixtures/probe-pool-exit.js', import.meta.url));
+  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { out += d; });
+  // the limit only bounds a hung exit (the old code span in worker teardown forever)
+  const hang = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (c, s) => r([c, s])));
+  clearTimeout(hang);
+  assert.equal(signal, null, `the process had to be killed: ${out}`);
+  assert.equal(code, 0, out);
+  assert.match(out, /closed/);
 });
 
 // A grpc.health.v1 server by hand: service name → ServingStatus (1 SERVING, 2 NOT_SERVING).
