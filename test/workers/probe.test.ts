@@ -101,6 +101,25 @@ test('http probe: reads at most 10 KiB of the body; a slow server is a timeout f
   }
 });
 
+test('http probe: chunked and close-delimited bodies are read; a 1xx before the answer is skipped', async () => {
+  const { server, port } = await listen((q, s) => {
+    if (q.url === '/chunked') { s.write('par'); setTimeout(() => s.end('ts'), 20); return; }
+    s.end('x');
+  });
+  const raw = net.createServer((c) => {
+    c.on('error', () => {});
+    c.once('data', () => c.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close'));
+  });
+  await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+  try {
+    assert.deepEqual(await httpProbe(req(port, '/chunked')), { result: 'success', output: 'parts' });
+    assert.deepEqual(await httpProbe(req((raw.address() as AddressInfo).port, '/')), { result: 'success', output: 'until close' });
+  } finally {
+    await close(server);
+    await close(raw);
+  }
+});
+
 test('tcp probe: an open port is success, a closed one failure', async () => {
   const server = net.createServer((s) => s.on('error', () => {}));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -225,10 +244,35 @@ test('grpc probe: SERVING is success; NOT_SERVING, an unknown service, no health
   }
   const gone = await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port, service: '', timeoutMs: 500 });
   assert.equal(gone.result, 'failure');
+  assert.match(gone.output, /failed to connect service at "127\.0\.0\.1:\d+"/);
+});
+
+test('grpc probes leave no socket in TIME_WAIT and no handle open', async () => {
+  const { server, port } = await healthServer({ '': 1 });
+  const before = tcpHandles();
+  try {
+    for (let i = 0; i < 30; i++) assert.equal((await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port, service: '', timeoutMs: 2000 })).result, 'success');
+    for (let i = 0; i < 100 && tcpHandles() > before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(timeWait(port), 0);
+    assert.equal(tcpHandles(), before);
+  } finally {
+    server.forceShutdown();
+  }
+});
+
+test('grpc probe: a server that never answers is a timeout', async () => {
+  const silent = net.createServer((s) => s.on('error', () => {}));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const r = await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port: (silent.address() as AddressInfo).port, service: '', timeoutMs: 300 });
+    assert.deepEqual(r, { result: 'failure', output: 'timeout: health rpc did not complete within 0.3s' });
+  } finally {
+    await close(silent);
+  }
 });
 
 test('probe runner: network probes run in the Piscina pool; exec goes to CRI ExecSync with the timeout', async () => {
-  const { server, port } = await listen((_q, s) => s.end('pooled'));
+  const { server, port } = await listen((q, s) => { if (q.url === '/down') s.writeHead(500); s.end('pooled'); });
   const execs: { id: string; cmd: string[]; timeout: number }[] = [];
   const runner = createProbeRunner({
     threads: 1,
@@ -241,7 +285,12 @@ test('probe runner: network probes run in the Piscina pool; exec goes to CRI Exe
     },
   });
   try {
-    assert.deepEqual(await runner.run(req(port, '/')), { result: 'success', output: 'pooled' });
+    // a success crosses back without its body (nothing reads it); a failure keeps its message
+    assert.deepEqual(await runner.run(req(port, '/')), { result: 'success', output: '' });
+    assert.deepEqual(await runner.run(req(port, '/down')), { result: 'failure', output: 'HTTP probe failed with statuscode: 500' });
+    // many probes started in one turn travel as one batch and all come back
+    const many = await Promise.all(Array.from({ length: 300 }, (_, i) => runner.run(i % 2 ? req(port, '/') : { kind: 'tcp', host: '127.0.0.1', port, timeoutMs: 1000 })));
+    assert.ok(many.every((o) => o.result === 'success'), JSON.stringify(many.find((o) => o.result !== 'success')));
     assert.deepEqual(await runner.run({ kind: 'tcp', host: '127.0.0.1', port, timeoutMs: 1000 }), { result: 'success', output: '' });
     assert.deepEqual(await runner.run({ kind: 'exec', containerID: 'c1', command: ['ok'], timeoutMs: 2000 }), { result: 'success', output: 'fine' });
     assert.deepEqual(await runner.run({ kind: 'exec', containerID: 'c1', command: ['no'], timeoutMs: 2000 }), { result: 'failure', output: 'bad' });
