@@ -174,8 +174,33 @@ export function defaultPoolThreads(): number {
   return Math.max(1, Math.min(2, availableParallelism() - 1));
 }
 
+let shared: { pool: Piscina; threads: number; users: number } | undefined;
+
+/**
+ * The process's one pool for off-thread work (probes, filesystem accounting), created by its
+ * first user and destroyed when the last one releases it.
+ */
+export function acquireWorkerPool(): { pool: Piscina; threads: number; release(): Promise<void> } {
+  shared ??= { pool: createWorkerPool(defaultPoolThreads()), threads: defaultPoolThreads(), users: 0 };
+  const s = shared;
+  s.users++;
+  let released = false;
+  return {
+    pool: s.pool,
+    threads: s.threads,
+    async release() {
+      if (released) return;
+      released = true;
+      if (--s.users > 0) return;
+      if (shared === s) shared = undefined;
+      await s.pool.destroy();
+    },
+  };
+}
+
 export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
   let pool: Piscina | undefined;
+  let release: (() => Promise<void>) | undefined;
   let probes: ProbePool | undefined;
   let mainThread: ((r: NetworkProbeRequest) => Promise<ProbeOutcome>) | undefined;
   const network = async (r: NetworkProbeRequest): Promise<ProbeOutcome> => {
@@ -184,9 +209,16 @@ export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
       return mainThread(r);
     }
     if (!probes) {
-      const threads = opts.threads ?? defaultPoolThreads();
-      pool = opts.pool ?? createWorkerPool(threads);
-      probes = createProbePool(pool, threads);
+      if (opts.pool) {
+        probes = createProbePool(opts.pool, opts.threads ?? defaultPoolThreads());
+      } else if (opts.threads !== undefined) {
+        pool = createWorkerPool(opts.threads);
+        probes = createProbePool(pool, opts.threads);
+      } else {
+        const s = acquireWorkerPool();
+        release = s.release;
+        probes = createProbePool(s.pool, s.threads);
+      }
     }
     return probes.run(r);
   };
@@ -202,9 +234,12 @@ export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
       const p = probes;
       probes = undefined;
       await p?.close();
-      // a pool given by the caller is the caller's to destroy
-      if (!opts.pool) await pool?.destroy();
+      // a pool given by the caller is the caller's to destroy; the shared one is released
+      const own = pool;
+      const rel = release;
       pool = undefined;
+      release = undefined;
+      await Promise.all([own?.destroy(), rel?.()]);
     },
   };
 }
