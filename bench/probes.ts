@@ -7,7 +7,7 @@
 // Exec probes are CRI calls (the runtime forks; the main thread only awaits) and are not run here.
 // Writes bench/results/probes.json (targets probe_rate, eld_p99_ms, jitter_p99_ms,
 // pool_vs_main_eld_p99, time_wait_sockets).
-//   node dist/bench/probes.js [--pods 1000] [--seconds 10]
+//   node dist/bench/probes.js [--pods 1000] [--seconds 10] [--threads n]
 
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -76,8 +76,17 @@ function runningStatus(pod: Pod): PodStatus {
 }
 
 /** Runs the real ProbeManager (shared schedule, workers, results) with the runner in `mode`. */
-async function runMode(mode: 'pool' | 'main', pods: Pod[], seconds: number, peerPorts: number[]): Promise<RunResult> {
-  const inner: ProbeRunner = createProbeRunner({ mode });
+/** The event-loop delay p99 of this process doing nothing: the machine's floor for eld_p99. */
+async function idleEldP99(seconds: number): Promise<number> {
+  const eld = monitorEventLoopDelay({ resolution: 5 });
+  eld.enable();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  eld.disable();
+  return eld.percentile(99) / 1e6;
+}
+
+async function runMode(mode: 'pool' | 'main', pods: Pod[], seconds: number, peerPorts: number[], threads?: number): Promise<RunResult> {
+  const inner: ProbeRunner = createProbeRunner({ mode, threads });
   let ok = 0;
   let failed = 0;
   let counting = false;
@@ -128,21 +137,25 @@ async function runMode(mode: 'pool' | 'main', pods: Pod[], seconds: number, peer
 async function main(): Promise<void> {
   const pods = arg('pods', 1000);
   const seconds = arg('seconds', 10);
+  // default: the pool's own choice (availableParallelism - 1, at most 2)
+  const threads = process.argv.includes('--threads') ? arg('threads', 1) : undefined;
   const peers = spawn(process.execPath, [path.join(here, 'probe-servers.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const ports = await new Promise<{ http: number; tcp: number; grpc: number }>((res) => peers.stdout!.once('data', (d) => res(JSON.parse(String(d)))));
   const podList = benchPods(pods, ports);
   const peerPorts = [ports.http, ports.tcp, ports.grpc];
   try {
     const twBefore = await timeWaitSockets(peerPorts);
-    const pool = await runMode('pool', podList, seconds, peerPorts);
+    const idle = await idleEldP99(Math.min(seconds, 5));
+    const pool = await runMode('pool', podList, seconds, peerPorts, threads);
     // TIME_WAIT lasts 60 s: wait it out so the main-thread run counts only its own
     if (pool.timeWait > 0) await new Promise((r) => setTimeout(r, 61_000));
     const mainRun = await runMode('main', podList, seconds, peerPorts);
     const rows = [pool, mainRun];
     console.log(`pods=${pods} probes=${pods * 3} (http liveness, tcp + grpc readiness) period=1s seconds=${seconds} time_wait_before: probes=${twBefore.probes} machine=${twBefore.all}`);
     console.log('mode  rate/s   jitter_p50_ms jitter_p99_ms eld_p99_ms cpu_cores_per_1000/s ok failed time_wait(probes) time_wait(machine)');
+    console.log(`idle  event-loop delay p99 of this process doing nothing (the machine's floor): ${idle.toFixed(1)} ms; pool threads: ${threads ?? 'default'}`);
     for (const r of rows) console.log(`${r.mode.padEnd(5)} ${r.rate.toFixed(0).padStart(7)} ${r.jitterP50.toFixed(1).padStart(13)} ${r.jitterP99.toFixed(1).padStart(13)} ${r.eldP99.toFixed(1).padStart(10)} ${r.cpuPer1000.toFixed(3).padStart(20)} ${r.ok} ${r.failed} ${r.timeWait} ${r.timeWaitAll}`);
-    const results = rows.flatMap((r) => [
+    const results = [{ case: 'idle', metric: 'eld_p99', value: idle, unit: 'ms' }, ...rows.flatMap((r) => [
       { case: r.mode, metric: 'probe_rate', value: r.rate, unit: 'probes/s' },
       { case: r.mode, metric: 'jitter_p50', value: r.jitterP50, unit: 'ms' },
       { case: r.mode, metric: 'jitter_p99', value: r.jitterP99, unit: 'ms' },
@@ -151,7 +164,7 @@ async function main(): Promise<void> {
       { case: r.mode, metric: 'failed', value: r.failed, unit: 'probes' },
       { case: r.mode, metric: 'time_wait_sockets', value: r.timeWait, unit: 'sockets' },
       { case: r.mode, metric: 'time_wait_sockets_machine', value: r.timeWaitAll, unit: 'sockets' },
-    ]);
+    ])];
     const target = (name: string, value: number, op: '<=' | '>=', t: number) => ({ name, value, op, target: t, met: op === '<=' ? value <= t : value >= t });
     const targets = [
       target('probe_rate', pool.rate, '>=', 3000),

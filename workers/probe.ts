@@ -412,6 +412,9 @@ export function runNetworkProbe(r: NetworkProbeRequest): Promise<ProbeOutcome> {
 /** Outcome codes on the wire between the pool and the main thread (index into this list). */
 export const OUTCOME_CODES = ['success', 'warning', 'failure', 'unknown'] as const;
 
+/** How long a pool thread gathers results before posting them (far below any probe period). */
+export const RESULT_FLUSH_MS = 2;
+
 /** What the main thread posts to a pool thread: the probes started in one turn of its loop. */
 export interface ProbeBatch { ids: number[]; reqs: NetworkProbeRequest[] }
 /** What a pool thread posts back: the probes that ended in one turn of its loop (no output for a success). */
@@ -419,7 +422,7 @@ export interface ResultBatch { ids: number[]; codes: number[]; outputs: string[]
 
 /**
  * A Piscina task that serves probes for as long as its port is open: batches of requests in,
- * batches of results out, one message per turn of each side's loop rather than two per probe.
+ * batches of results out (gathered for RESULT_FLUSH_MS), rather than two messages per probe.
  */
 export function serve({ port }: { port: MessagePort }): Promise<void> {
   return new Promise((done) => {
@@ -437,7 +440,8 @@ export function serve({ port }: { port: MessagePort }): Promise<void> {
       out.outputs.push(o.result === 'success' ? '' : o.output);
       if (!flushing) {
         flushing = true;
-        setImmediate(flush);
+        // results of the next few ms travel together: one message, not one per probe
+        setTimeout(flush, RESULT_FLUSH_MS);
       }
     };
     port.on('message', (m: ProbeBatch | { close: true }) => {

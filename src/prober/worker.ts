@@ -11,7 +11,7 @@ import type { ProberMetrics } from './metrics.js';
 import type { ResultsManager } from './results.js';
 import type { ProbeScheduler, ScheduledRun } from './scheduler.js';
 import { probeRequest } from './target.js';
-import type { ProbeOutcome, ProbeResult, ProbeRunner, ProbeType } from './types.js';
+import type { ProbeOutcome, ProbeRequest, ProbeResult, ProbeRunner, ProbeType } from './types.js';
 
 /** upstream: maxProbeRetries, for runs that error (unknown) before a result is taken. */
 export const MAX_PROBE_RETRIES = 3;
@@ -46,6 +46,7 @@ export class ProbeWorker {
   private readonly initialValue: ProbeResult;
   private readonly labels: { container: string; pod: string; namespace: string; pod_uid: string };
   private readonly totals = new Map<string, { inc(): void }>();
+  private cached?: { key: string; req: ProbeRequest };
   private duration?: { observe(v: number): void };
   /** Called when the worker ends by itself (pod terminal, container not restarted). */
   onExit?: () => void;
@@ -192,6 +193,13 @@ export class ProbeWorker {
     return true;
   }
 
+  /** The request of this probe, built again only when the container or the pod IP changes. */
+  private request(status: PodStatus, criID: string): ProbeRequest {
+    const key = `${criID}|${status.podIP ?? status.podIPs?.[0]?.ip ?? ''}`;
+    if (this.cached?.key !== key) this.cached = { key, req: probeRequest(this.pod, this.container, this.spec, status, criID) };
+    return this.cached.req;
+  }
+
   private async runWithRetries(status: PodStatus, containerID: string): Promise<ProbeOutcome> {
     const { clock, metrics } = this.deps;
     const criID = containerID.includes('://') ? containerID.slice(containerID.indexOf('://') + 3) : containerID;
@@ -199,7 +207,7 @@ export class ProbeWorker {
     const began = clock.now();
     for (let i = 0; i < MAX_PROBE_RETRIES; i++) {
       try {
-        outcome = await this.deps.runner.run(probeRequest(this.pod, this.container, this.spec, status, criID));
+        outcome = await this.deps.runner.run(this.request(status, criID));
       } catch (err) {
         outcome = { result: 'unknown', output: errorMessage(err) };
       }
