@@ -4,7 +4,7 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri-client.js';
@@ -38,7 +38,7 @@ describe('filesystem accounting on containerd', () => {
     cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
     dir = await mkdtemp(join(tmpdir(), 'kts-fsacct-'));
     const manifests = join(dir, 'manifests');
-    await import('node:fs/promises').then((fs) => fs.mkdir(manifests));
+    await mkdir(manifests);
     const config = join(dir, 'config.yaml');
     await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 3s\n');
     await writeFile(join(manifests, 'writer.json'), JSON.stringify({
