@@ -9,6 +9,7 @@ import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
+import { createEvictionManager, evictionHost } from './eviction/build.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
@@ -70,6 +71,20 @@ export async function main(argv: string[]): Promise<number> {
     },
     log,
   });
+  let eviction;
+  try {
+    eviction = createEvictionManager(config, deps.memoryCapacityBytes, {
+      host: evictionHost(kubelet, stats),
+      clock: deps.clock,
+      log,
+      registry: kubelet.metrics,
+      podsCgroupName: `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`,
+    });
+  } catch (err) {
+    log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+    return 1;
+  }
+  kubelet.addPodAdmitHandler((pod) => eviction.admit(pod));
   const server = new KubeletServer({
     routes: new Map([
       ...statsRoutes(stats),
@@ -87,10 +102,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await kubelet.start();
     await stats.start();
+    eviction.start();
     await server.start();
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     stats.stop();
+    eviction.stop();
     await kubelet.stop().catch(() => undefined);
     await server.stop().catch(() => undefined);
     return 1;
@@ -98,6 +115,7 @@ export async function main(argv: string[]): Promise<number> {
 
   return waitForShutdown(async () => {
     stats.stop();
+    eviction.stop();
     await Promise.all([kubelet.stop(), server.stop()]);
   }, log);
 }

@@ -5,6 +5,9 @@
 import { hostname } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import { getPodQOS } from '../api/qos.js';
+import { DisruptionTarget, Evicted } from '../api/reasons.js';
+import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
@@ -29,6 +32,9 @@ import { VolumeManager } from '../volumemanager/volume-manager.js';
 import { DNSConfigurer } from '../network/dns.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
+
+/** A pod admit handler (upstream lifecycle.PodAdmitHandler). */
+export type PodAdmitHandler = (pod: Pod) => { admit: boolean; reason?: string; message?: string };
 /** upstream: the syncLoop's resync ticker. */
 const SYNC_TICK_MS = 1_000;
 /** How long stop() waits for pod workers after abandoning their work; pods keep running. */
@@ -78,6 +84,7 @@ export class Kubelet {
   private probeRunner?: ProbeRunner;
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
+  private readonly admitHandlers: PodAdmitHandler[] = [];
   private running = false;
   private stopping?: Promise<void>;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
@@ -169,7 +176,58 @@ export class Kubelet {
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
       onContainerRemoved: (id) => this.oom?.unwatch(id),
+      admitPod: (pod) => this.admitPod(pod),
+      rejectPod: (pod, reason, message) => this.rejectPod(pod, reason, message),
     });
+  }
+
+  /** Adds a pod admit handler (the eviction manager's); every handler must admit a new pod. */
+  addPodAdmitHandler(h: PodAdmitHandler): void {
+    this.admitHandlers.push(h);
+  }
+
+  private admitPod(pod: Pod): { admit: boolean; reason?: string; message?: string } {
+    for (const h of this.admitHandlers) {
+      const r = h(pod);
+      if (!r.admit) return r;
+    }
+    return { admit: true };
+  }
+
+  /** upstream rejectPod: a Warning event and a Failed status saying why. */
+  private rejectPod(pod: Pod, reason: string, message: string): void {
+    this.log.info('Pod admission denied', { pod: podFullName(pod), reason, message });
+    this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
+    this.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason, message: `Pod was rejected: ${message}` });
+  }
+
+  /** Pods admitted and not finished: not terminal, no termination requested (upstream GetActivePods). */
+  activePods(): Pod[] {
+    return this.podManager.getPods().filter((p) => {
+      const uid = p.metadata.uid!;
+      const phase = this.statusManager.getPodStatus(uid)?.phase;
+      if (phase === 'Failed' || phase === 'Succeeded') return false;
+      return !this.podWorkers.isTerminationRequested(uid);
+    });
+  }
+
+  /**
+   * Evicts a pod (upstream killPodFunc with a status function): Failed with reason Evicted and
+   * the message, a DisruptionTarget condition, then killed with the grace period given.
+   */
+  evictPod(pod: Pod, gracePeriodSeconds: number, message: string): void {
+    const uid = pod.metadata.uid!;
+    const prev = this.statusManager.getPodStatus(uid) ?? pod.status ?? {};
+    const now = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const conditions = (prev.conditions ?? []).filter((c) => c.type !== DisruptionTarget);
+    conditions.push({ type: DisruptionTarget, status: 'True', reason: TERMINATION_BY_KUBELET, message, lastTransitionTime: now });
+    this.statusManager.setPodStatus(pod, { ...prev, phase: 'Failed', reason: Evicted, message, conditions });
+    this.podWorkers.updatePod({ updateType: 'kill', pod, gracePeriodOverride: gracePeriodSeconds });
+  }
+
+  /** The pod's worker has terminated it (its containers are stopped). */
+  podTerminated(uid: string): boolean {
+    return this.podWorkers.isTerminated(uid) || !this.podWorkers.has(uid);
   }
 
   /** When the syncLoop last handled anything. */
