@@ -10,6 +10,9 @@ import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { createEvictionManager, evictionHost } from './eviction/build.js';
+import { createNativeMemcgNotifier } from './eviction/memcg-notifier.js';
+import { loadOomNative } from './oom/oom-watcher.js';
+import { discoverCgroupMounts } from './cgroups/index.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
@@ -73,12 +76,19 @@ export async function main(argv: string[]): Promise<number> {
   });
   let eviction;
   try {
+    const mounts = await discoverCgroupMounts();
     eviction = createEvictionManager(config, deps.memoryCapacityBytes, {
       host: evictionHost(kubelet, stats),
       clock: deps.clock,
       log,
       registry: kubelet.metrics,
       podsCgroupName: `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`,
+      memcgNotifier: (onCross) => {
+        const { native, error } = loadOomNative();
+        const r = native ? createNativeMemcgNotifier({ native, mounts, log, onCross }) : { reason: error };
+        if (!r.notifier) log.warn('Eviction manager: memcg threshold notification unavailable; polling only', { reason: r.reason });
+        return r.notifier;
+      },
     });
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });

@@ -433,7 +433,13 @@ export class EvictionManager {
         : summary.node.systemContainers?.find((c) => c.name === 'pods')?.memory;
       const usage = memcgUsageThreshold(t, mem);
       if (usage === undefined) continue;
-      n.setThreshold(key, t.signal === 'memory.available' ? '' : (this.#o.podsCgroupName ?? '/kubepods'), usage);
+      const cgroup = t.signal === 'memory.available' ? '' : (this.#o.podsCgroupName ?? '/kubepods');
+      try {
+        n.setThreshold(key, cgroup, usage);
+      } catch (err) {
+        // polling still covers it; the next refresh tries again
+        this.#o.log.warn('Eviction manager: failed to arm a memcg threshold', { key, err: (err as Error).message });
+      }
     }
   }
 

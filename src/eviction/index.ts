@@ -5,3 +5,4 @@ export * from './signals.js';
 export * from './ranking.js';
 export * from './eviction-manager.js';
 export * from './build.js';
+export * from './memcg-notifier.js';
