@@ -11,7 +11,7 @@
 // decision time (process.hrtime, same clock) − that time. Poll trials start the allocation at
 // a random phase of the monitoring period.
 //
-//   node dist/bench/eviction.js [--notify-trials 30] [--poll-trials 8] [--out FILE | --no-write]
+//   node dist/bench/eviction.js [--notify-trials 100] [--poll-trials 8] [--out FILE | --no-write]
 // Writes bench/results/eviction.json (targets detect_p99_ms_notify, notify_vs_poll_p50).
 import { execFile, spawn } from 'node:child_process';
 import { access, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -21,7 +21,7 @@ import path from 'node:path';
 import type { Pod } from '../src/api/types.js';
 import { discoverCgroupMounts } from '../src/cgroups/index.js';
 import { EvictionManager, memcgUsageThreshold, parseThresholdConfig, type EvictionHost } from '../src/eviction/index.js';
-import { createNativeMemcgNotifier } from '../src/eviction/memcg-notifier.js';
+import { createNativeMemcgNotifier, type NativeMemcgNotifier } from '../src/eviction/memcg-notifier.js';
 import { findPackageRoot } from '../src/native.js';
 import { loadOomNative } from '../src/oom/oom-watcher.js';
 import type { Summary } from '../src/stats/summary.js';
@@ -37,7 +37,7 @@ const MONITORING_PERIOD_MS = 10_000;
 interface Options { notifyTrials: number; pollTrials: number; out: string | null | undefined }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { notifyTrials: 30, pollTrials: 8, out: undefined };
+  const o: Options = { notifyTrials: 100, pollTrials: 8, out: undefined };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = argv[i + 1];
@@ -104,6 +104,8 @@ async function trial(mode: 'notify' | 'poll', bin: string): Promise<number> {
   });
   let decided: bigint | undefined;
   let passes = 0;
+  let notifier: NativeMemcgNotifier | undefined;
+  const reasons: string[] = [];
   const host: EvictionHost = {
     activePods: () => (decided ? [] : [pod]),
     summary: () => cgroupSummary(cg.dir, pod),
@@ -114,10 +116,11 @@ async function trial(mode: 'notify' | 'poll', bin: string): Promise<number> {
   const manager = new EvictionManager({
     host, clock: realClock, log, thresholds: [threshold!], pressureTransitionPeriodMs: 300_000, maxPodGracePeriodSeconds: 0,
     monitoringPeriodMs: MONITORING_PERIOD_MS,
-    memcgNotifier: mode === 'notify' ? (onCross) => createNativeMemcgNotifier({ native: native!, mounts, log, onCross, memoryDir: () => cg.dir }).notifier : undefined,
+    memcgNotifier: mode === 'notify' ? (onCross) => (notifier = createNativeMemcgNotifier({ native: native!, mounts, log, onCross, memoryDir: () => cg.dir }).notifier) : undefined,
   });
-  manager.onSynchronize = (r) => {
+  manager.onSynchronize = (r, reason) => {
     passes++;
+    reasons.push(`${reason}:${r.thresholdsMet.length}`);
     if (r.evicted && decided === undefined) decided = process.hrtime.bigint();
   };
   try {
@@ -129,7 +132,11 @@ async function trial(mode: 'notify' | 'poll', bin: string): Promise<number> {
     const end = Date.now() + 3 * MONITORING_PERIOD_MS;
     while ((decided === undefined || cross === undefined) && Date.now() < end) await sleep(1);
     if (decided === undefined || cross === undefined) throw new Error(`${mode} trial: no ${cross === undefined ? 'crossing' : 'decision'} within ${3 * MONITORING_PERIOD_MS} ms`);
-    return Number(decided - cross) / 1e6;
+    const ms = Number(decided - cross) / 1e6;
+    if (mode === 'notify' && ms > 100) {
+      process.stderr.write(`slow notify trial: ${ms} ms; armed ${JSON.stringify([...(notifier?.armed() ?? new Map()).values()].map((a) => String(a.bytes)))} cross at ${crossBytes}; notification ${notifier?.lastCross ? `seen ${Number(notifier.lastCross.observedTimeNs - cross) / 1e6} ms after the crossing` : 'not seen'}; passes ${reasons.join(' ')}\n`);
+    }
+    return ms;
   } finally {
     manager.stop();
     child.stdin.end();

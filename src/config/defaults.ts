@@ -51,6 +51,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     nodeStatusReportFrequency: 5 * MINUTE,
     nodeLeaseDurationSeconds: 40,
     imageMinimumGCAge: 2 * MINUTE,
+    imageMaximumGCAge: 0,
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
     volumeStatsAggPeriod: MINUTE,

@@ -198,6 +198,7 @@ export function resolveKubeletConfig(
   c.nodeStatusUpdateFrequency = orDefault(updateFreq, c.nodeStatusUpdateFrequency);
   c.nodeLeaseDurationSeconds = orDefault(r.int('nodeLeaseDurationSeconds'), c.nodeLeaseDurationSeconds);
   c.imageMinimumGCAge = orDefault(r.duration('imageMinimumGCAge'), c.imageMinimumGCAge);
+  c.imageMaximumGCAge = orDefault(r.duration('imageMaximumGCAge'), c.imageMaximumGCAge);
   c.imageGCHighThresholdPercent = orUnset(r.int('imageGCHighThresholdPercent'), c.imageGCHighThresholdPercent);
   c.imageGCLowThresholdPercent = orUnset(r.int('imageGCLowThresholdPercent'), c.imageGCLowThresholdPercent);
   c.volumeStatsAggPeriod = orDefault(r.duration('volumeStatsAggPeriod'), c.volumeStatsAggPeriod);

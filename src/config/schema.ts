@@ -78,9 +78,10 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   evictionPressureTransitionPeriod: 'implemented',
   evictionMaxPodGracePeriod: 'implemented',
   // Garbage collection, log rotation, volume stats.
-  imageMinimumGCAge: 'not-implemented',
-  imageGCHighThresholdPercent: 'not-implemented',
-  imageGCLowThresholdPercent: 'not-implemented',
+  imageMinimumGCAge: 'implemented',
+  imageMaximumGCAge: 'implemented',
+  imageGCHighThresholdPercent: 'implemented',
+  imageGCLowThresholdPercent: 'implemented',
   containerLogMaxSize: 'not-implemented',
   containerLogMaxFiles: 'not-implemented',
   volumeStatsAggPeriod: 'not-implemented',

@@ -2,6 +2,7 @@
 // (+ grace periods, min-reclaim), the transition period, the soft-eviction grace cap, and the
 // allocatable reservation that allocatableMemory.available is measured against.
 
+import { stat } from 'node:fs/promises';
 import type { KubeletConfig } from '../config/index.js';
 import { parseQuantity } from '../api/quantity.js';
 import { allocatableReservation } from '../nodestatus/setters.js';
@@ -51,4 +52,16 @@ export function evictionHost(
     podCleanedUp: (pod) => kubelet.podTerminated(pod.metadata.uid!),
     recordEvent: (pod, type, reason, message) => kubelet.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
   };
+}
+
+/** Whether the runtime's images live on another filesystem than the root dir (upstream: a dedicated imagefs). */
+export async function dedicatedImageFs(cri: { imageFsInfo(): Promise<{ image_filesystems: { fs_id: { mountpoint: string } | null }[] }> }, rootDir: string): Promise<boolean> {
+  try {
+    const mountpoint = (await cri.imageFsInfo()).image_filesystems[0]?.fs_id?.mountpoint;
+    if (!mountpoint) return false;
+    const [a, b] = await Promise.all([stat(mountpoint), stat(rootDir)]);
+    return a.dev !== b.dev;
+  } catch {
+    return false;
+  }
 }

@@ -48,6 +48,8 @@ export const POD_CLEANUP_TIMEOUT_MS = 30_000;
 export const POD_CLEANUP_POLL_MS = 1_000;
 /** upstream: notifierRefreshInterval, the least time between re-armings of a memcg threshold. */
 export const NOTIFIER_REFRESH_INTERVAL_MS = 10_000;
+/** After a memcg notification whose pass found no memory threshold met, the one re-check's delay. */
+export const NOTIFICATION_RECHECK_MS = 100;
 /** upstream: immediateEvictionGracePeriodSeconds, the grace of a hard eviction. */
 export const IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1;
 
@@ -143,6 +145,7 @@ export class EvictionManager {
   #notifier?: MemcgThresholdNotifier;
   #notifierArmedAt = -Infinity;
   #timer?: Timer;
+  #recheck?: Timer;
   #running = false;
   #busy?: Promise<SynchronizeResult | undefined>;
   #rerun?: { fresh: boolean };
@@ -186,6 +189,8 @@ export class EvictionManager {
     this.#running = false;
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#recheck?.cancel();
+    this.#recheck = undefined;
     this.#notifier?.close();
     this.#notifier = undefined;
   }
@@ -237,7 +242,16 @@ export class EvictionManager {
   trigger(reason: string): void {
     if (!this.#running) return;
     this.#o.log.v(2).info('Eviction manager: notification', { reason });
-    void this.#run(true, reason);
+    void this.#run(true, reason).then((r) => {
+      // The kernel signals on its charge counter, which runs a per-CPU batch ahead of the pages
+      // in use: a pass right at the crossing can read usage a little short. Look once more.
+      if (!this.#running || r?.thresholdsMet.some((t) => SIGNAL_TO_RESOURCE[t.signal] === 'memory')) return;
+      this.#recheck?.cancel();
+      this.#recheck = this.#o.clock.setTimeout(() => {
+        this.#recheck = undefined;
+        void this.#run(true, `${reason} (recheck)`);
+      }, NOTIFICATION_RECHECK_MS);
+    });
   }
 
   #schedule(ms: number): void {
@@ -454,8 +468,10 @@ export function memcgUsageThreshold(t: Threshold, mem: { usageBytes?: bigint; wo
   if (mem?.usageBytes === undefined || mem.workingSetBytes === undefined || mem.availableBytes === undefined) return undefined;
   const inactiveFile = mem.usageBytes - mem.workingSetBytes;
   const capacity = mem.availableBytes + mem.workingSetBytes;
-  const usage = capacity - thresholdQuantity(t.value, capacity) + inactiveFile;
-  return usage > 0n ? usage : undefined;
+  // +1: the kernel signals at usage >= threshold while the threshold is met only strictly
+  // below it; usage moves in whole charge batches, so equality is common and would be missed
+  const usage = capacity - thresholdQuantity(t.value, capacity) + inactiveFile + 1n;
+  return usage > 1n ? usage : undefined;
 }
 
 function podStatsFunc(summary: Summary): (pod: Pod) => PodStats | undefined {

@@ -225,6 +225,21 @@ export class Kubelet {
     this.podWorkers.updatePod({ updateType: 'kill', pod, gracePeriodOverride: gracePeriodSeconds });
   }
 
+  /** Every pod source has delivered its first list (GC waits for it before judging pods gone). */
+  sourcesReady(): boolean {
+    return Boolean(this.podConfig?.seenAllSources());
+  }
+
+  /** upstream ShouldPodContentBeRemoved: the pod is gone from every source and its worker is done. */
+  podContentRemovable(uid: string): boolean {
+    return !this.podManager.getPodByUID(uid) && !this.podWorkers.knownPods().includes(uid);
+  }
+
+  /** upstream ShouldPodRuntimeBeRemoved: content removable, or the pod has terminated. */
+  podRuntimeRemovable(uid: string): boolean {
+    return this.podContentRemovable(uid) || this.podWorkers.isTerminated(uid);
+  }
+
   /** The pod's worker has terminated it (its containers are stopped). */
   podTerminated(uid: string): boolean {
     return this.podWorkers.isTerminated(uid) || !this.podWorkers.has(uid);

@@ -235,21 +235,28 @@ describe('eviction manager', () => {
     clock.step(0);
     await settle();
     assert.equal(host.summaries, 1);
-    // usage threshold = capacity − 100Mi + inactive file (512Mi)
-    assert.deepEqual(armed, [['memory.available/hard', '', 8n * GI - 100n * MI + 512n * MI]]);
-    host.nodeAvailable = 10n * MI;
+    // usage threshold = capacity − 100Mi + inactive file (512Mi), one byte past it
+    assert.deepEqual(armed, [['memory.available/hard', '', 8n * GI - 100n * MI + 512n * MI + 1n]]);
+    // A notification read a little short of the threshold: one re-check after 100 ms.
+    host.nodeAvailable = 101n * MI;
     onCross!('memory.available/hard');
     await settle();
+    assert.equal(host.summaries, 2);
+    assert.equal(host.evicted.length, 0);
+    host.nodeAvailable = 10n * MI;
+    clock.step(100);
+    await settle();
+    assert.equal(host.summaries, 3);
     assert.equal(host.evicted[0]?.pod, 'be');
     clock.step(10_000);
     await settle();
-    assert.equal(host.summaries, 3);
+    assert.equal(host.summaries, 4);
     m.stop();
   });
 
   it('computes the memcg usage threshold as upstream', () => {
     const [t] = hard({ 'memory.available': '10%' });
-    assert.equal(memcgUsageThreshold(t!, { usageBytes: 6n * GI, workingSetBytes: 5n * GI, availableBytes: 5n * GI }), 10n * GI - GI + GI);
+    assert.equal(memcgUsageThreshold(t!, { usageBytes: 6n * GI, workingSetBytes: 5n * GI, availableBytes: 5n * GI }), 10n * GI - GI + GI + 1n);
     assert.equal(memcgUsageThreshold(t!, { usageBytes: 1n }), undefined);
   });
 });
