@@ -254,6 +254,51 @@ describe('eviction manager', () => {
     m.stop();
   });
 
+  it('with a dedicated image filesystem, nodefs pressure evicts without reclaim and imagefs pressure reclaims', async () => {
+    const host = new Host();
+    host.pods = [pod('be')];
+    host.fsAvailable = GI;
+    const calls: string[] = [];
+    const gc = { containerGC: async () => void calls.push('containers'), imageGC: async () => void calls.push('images') };
+    const { m } = manager(host, hard({ 'nodefs.available': '10%' }), { ...gc, dedicatedImageFs: true });
+    await m.synchronize();
+    assert.deepEqual(calls, []);
+    assert.equal(host.evicted[0]?.pod, 'be');
+    const host2 = new Host();
+    host2.pods = [pod('be')];
+    const summary = host2.summary.bind(host2);
+    host2.summary = async () => {
+      const s = await summary();
+      s.node.runtime = { imageFs: { time: new Date(0), availableBytes: GI, capacityBytes: 100n * GI } };
+      return s;
+    };
+    const m2 = manager(host2, hard({ 'imagefs.available': '15%' }), { ...gc, dedicatedImageFs: true }).m;
+    await m2.synchronize();
+    assert.deepEqual(calls, ['containers', 'images']);
+    assert.equal(host2.evicted[0]?.pod, 'be');
+  });
+
+  it('under PID pressure evicts the pod with the most processes among the lowest priority', async () => {
+    const host = new Host();
+    const few = pod('few');
+    const many = pod('many');
+    const important = pod('important', { priority: 1000 });
+    host.pods = [few, important, many];
+    const counts: Record<string, bigint> = { few: 2n, many: 500n, important: 9000n };
+    const summary = host.summary.bind(host);
+    host.summary = async () => {
+      const s = await summary();
+      s.node.rlimit = { time: new Date(0), maxpid: 10_000n, curproc: 9_950n };
+      for (const p of s.pods) p.process_stats = { process_count: counts[p.podRef.name]! };
+      return s;
+    };
+    const { m } = manager(host, hard({ 'pid.available': '1%' }));
+    await m.synchronize();
+    assert.equal(host.evicted[0]?.pod, 'many');
+    assert.equal(host.evicted[0]?.message, 'The node was low on resource: pids. Threshold quantity: 100, available: 50. ');
+    assert.deepEqual(m.nodeConditions(), ['PIDPressure']);
+  });
+
   it('computes the memcg usage threshold as upstream', () => {
     const [t] = hard({ 'memory.available': '10%' });
     assert.equal(memcgUsageThreshold(t!, { usageBytes: 6n * GI, workingSetBytes: 5n * GI, availableBytes: 5n * GI }), 10n * GI - GI + GI + 1n);
