@@ -9,15 +9,7 @@ import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
-import { createEvictionManager, evictionHost } from './eviction/build.js';
-import { createNativeMemcgNotifier } from './eviction/memcg-notifier.js';
-import { dedicatedImageFs } from './eviction/build.js';
-import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from './cm/node-allocatable.js';
-import { ImageGCManager } from './images/image-gc.js';
-import { garbageCollectContainers, type ContainerGCOptions } from './gc/container-gc.js';
-import { criContainerGCRuntime, startGarbageCollection } from './gc/node-gc.js';
-import { loadOomNative } from './oom/oom-watcher.js';
-import { discoverCgroupMounts } from './cgroups/index.js';
+import { setupNodeResources } from './kubelet/node-resources.js';
 import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
@@ -79,66 +71,13 @@ export async function main(argv: string[]): Promise<number> {
     },
     log,
   });
-  const imageGC = new ImageGCManager({
-    runtime: deps.cri,
-    imageFsStats: async () => {
-      const fs = (await stats.refresh()).summary.node.runtime?.imageFs;
-      return fs?.capacityBytes !== undefined && fs.availableBytes !== undefined ? { capacityBytes: fs.capacityBytes, availableBytes: fs.availableBytes } : undefined;
-    },
-    policy: {
-      highThresholdPercent: config.imageGCHighThresholdPercent,
-      lowThresholdPercent: config.imageGCLowThresholdPercent,
-      minAgeMs: config.imageMinimumGCAge,
-      maxAgeMs: config.imageMaximumGCAge,
-    },
-    clock: deps.clock,
-    log,
-    registry: kubelet.metrics,
-    recordEvent: (type, reason, message) => kubelet.events.record(`Node ${kubelet.nodeName}`, type, reason, message),
-  });
-  const containerGC: ContainerGCOptions = {
-    runtime: criContainerGCRuntime({
-      listContainers: () => deps.cri.listContainers(),
-      listPodSandbox: () => deps.cri.listPodSandbox(),
-      removeContainer: (id) => deps.cri.removeContainer(id),
-      removePodSandbox: (id) => deps.cri.removePodSandbox(id),
-    }, config.podLogsDir),
-    state: { shouldPodContentBeRemoved: (uid) => kubelet.podContentRemovable(uid), shouldPodRuntimeBeRemoved: (uid) => kubelet.podRuntimeRemovable(uid) },
-    allSourcesReady: () => kubelet.sourcesReady(),
-    now: () => deps.clock.now(),
-    log,
-  };
-  let gc: { stop(): void } | undefined;
-  let eviction;
+  let resources;
   try {
-    const mounts = await discoverCgroupMounts();
-    await enforceNodeAllocatable({
-      mounts,
-      cgroupRoot: config.cgroupRoot ?? '',
-      limits: podsCgroupLimits(await nodeCapacity(deps.memoryCapacityBytes), [config.systemReserved, config.kubeReserved], config.enforceNodeAllocatable),
-      log,
-    });
-    eviction = createEvictionManager(config, deps.memoryCapacityBytes, {
-      host: evictionHost(kubelet, stats),
-      clock: deps.clock,
-      log,
-      registry: kubelet.metrics,
-      podsCgroupName: `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`,
-      containerGC: async () => void (await garbageCollectContainers(containerGC, true)),
-      imageGC: async () => void (await imageGC.deleteUnusedImages()),
-      dedicatedImageFs: await dedicatedImageFs(deps.cri, flags.rootDir),
-      memcgNotifier: (onCross) => {
-        const { native, error } = loadOomNative();
-        const r = native ? createNativeMemcgNotifier({ native, mounts, log, onCross }) : { reason: error };
-        if (!r.notifier) log.warn('Eviction manager: memcg threshold notification unavailable; polling only', { reason: r.reason });
-        return r.notifier;
-      },
-    });
+    resources = await setupNodeResources({ config, flags, cri: deps.cri, clock: deps.clock, log, memoryCapacityBytes: deps.memoryCapacityBytes, kubelet, stats });
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     return 1;
   }
-  kubelet.addPodAdmitHandler((pod) => eviction.admit(pod));
   const server = new KubeletServer({
     routes: new Map([
       ...statsRoutes(stats),
@@ -156,14 +95,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await kubelet.start();
     await stats.start();
-    eviction.start();
-    gc = startGarbageCollection({ clock: deps.clock, log, containerGC, imageGC });
+    resources.start();
     await server.start();
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     stats.stop();
-    eviction.stop();
-    gc?.stop();
+    resources.stop();
     await kubelet.stop().catch(() => undefined);
     await server.stop().catch(() => undefined);
     return 1;
@@ -171,8 +108,7 @@ export async function main(argv: string[]): Promise<number> {
 
   return waitForShutdown(async () => {
     stats.stop();
-    eviction.stop();
-    gc?.stop();
+    resources.stop();
     await Promise.all([kubelet.stop(), server.stop()]);
   }, log);
 }
