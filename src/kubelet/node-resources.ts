@@ -4,6 +4,7 @@
 // its node-level reclaim), and the periodic container and image GC loops.
 
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
+import { notImplementedMessage } from '../config/schema.js';
 import { discoverCgroupMounts } from '../cgroups/index.js';
 import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from '../cm/node-allocatable.js';
 import { createEvictionManager, dedicatedImageFs, evictionHost } from '../eviction/build.js';
@@ -42,6 +43,10 @@ export interface NodeResources {
 export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeResources> {
   const { config, flags, cri, clock, log, kubelet, stats } = o;
   const mounts = await discoverCgroupMounts();
+  // Only the pods cgroup is enforced: the reserved cgroups are not managed yet.
+  for (const key of config.enforceNodeAllocatable) {
+    if (key !== 'pods' && key !== 'none') log.warn(notImplementedMessage(`enforceNodeAllocatable key ${JSON.stringify(key)}`));
+  }
   await enforceNodeAllocatable({
     mounts,
     cgroupRoot: config.cgroupRoot ?? '',
