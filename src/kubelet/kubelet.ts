@@ -232,7 +232,7 @@ export class Kubelet {
 
   /** upstream ShouldPodContentBeRemoved: the pod is gone from every source and its worker is done. */
   podContentRemovable(uid: string): boolean {
-    return !this.podManager.getPodByUID(uid) && !this.podWorkers.knownPods().includes(uid);
+    return !this.podManager.getPodByUID(uid) && this.podTerminated(uid);
   }
 
   /** upstream ShouldPodRuntimeBeRemoved: content removable, or the pod has terminated. */

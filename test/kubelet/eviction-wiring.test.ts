@@ -56,6 +56,10 @@ test('evictPod kills the pod with the grace given and leaves it Failed/Evicted w
     assert.equal(dt?.status, 'True');
     assert.equal(dt?.reason, 'TerminationByKubelet');
     assert.equal(dt?.message, message);
+    // GC's view: the evicted static pod's runtime leftovers may go, its content (still wanted) not
+    assert.equal(k.podRuntimeRemovable('a'), true);
+    assert.equal(k.podContentRemovable('a'), false);
+    assert.equal(k.podContentRemovable('never-seen'), true);
   } finally {
     await k.stop();
     await rm(dir, { recursive: true, force: true });
