@@ -16,6 +16,7 @@
         "native/oom/eventfd_backend.cc",
         "native/oom/inotify_backend.cc",
         "native/oom/kmsg_backend.cc",
+        "native/oom/threshold_backend.cc",
         "native/oom/ebpf_backend.cc",
         "native/oom_ebpf.cc"
       ],

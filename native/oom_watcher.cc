@@ -36,6 +36,10 @@ Napi::Object ToJs(Napi::Env env, const Event& e) {
   }
   if (e.notifiedNs) o.Set("notifiedTimeNs", BigNs(env, e.notifiedNs));
   if (e.kind == EventKind::kOomKill) o.Set("count", Napi::Number::New(env, static_cast<double>(e.count)));
+  if (e.kind == EventKind::kMemoryThreshold) {
+    o.Set("count", Napi::Number::New(env, static_cast<double>(e.count)));
+    o.Set("thresholdBytes", Napi::BigInt::New(env, e.total));
+  }
   if (e.source == SourceKind::kEventfd || e.source == SourceKind::kInotify) {
     if (e.kind == EventKind::kOomKill) {
       Napi::Array arr = Napi::Array::New(env, e.victims.size());
@@ -140,6 +144,8 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
                            InstanceMethod<&OomWatcherHandle::WatchV1>("watchV1"),
                            InstanceMethod<&OomWatcherHandle::WatchV2>("watchV2"),
                            InstanceMethod<&OomWatcherHandle::Unwatch>("unwatch"),
+                           InstanceMethod<&OomWatcherHandle::WatchMemoryThreshold>("watchMemoryThreshold"),
+                           InstanceMethod<&OomWatcherHandle::UnwatchMemoryThreshold>("unwatchMemoryThreshold"),
                            InstanceMethod<&OomWatcherHandle::StartEbpf>("startEbpf"),
                            InstanceMethod<&OomWatcherHandle::StopEbpf>("stopEbpf"),
                            InstanceMethod<&OomWatcherHandle::StartKmsg>("startKmsg"),
@@ -228,6 +234,42 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
     return Napi::Boolean::New(env, core_->Unwatch(info[0].As<Napi::Number>().Uint32Value()));
   }
 
+  // watchMemoryThreshold(id, memoryCgroupDir, bytes: bigint | number): v1 usage threshold.
+  Napi::Value WatchMemoryThreshold(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint64_t bytes = 0;
+    bool lossless = true;
+    if (info.Length() >= 3 && info[2].IsBigInt()) {
+      bytes = info[2].As<Napi::BigInt>().Uint64Value(&lossless);
+    } else if (info.Length() >= 3 && info[2].IsNumber() && info[2].As<Napi::Number>().DoubleValue() >= 0) {
+      bytes = static_cast<uint64_t>(info[2].As<Napi::Number>().DoubleValue());
+    } else {
+      lossless = false;
+    }
+    if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsString() || !lossless) {
+      Napi::TypeError::New(env, "watchMemoryThreshold(id: number, dir: string, bytes: bigint)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    uint32_t id = info[0].As<Napi::Number>().Uint32Value();
+    std::string dir = info[1].As<Napi::String>().Utf8Value();
+    int err = 0;
+    std::string what;
+    if (!core_->WatchThreshold(id, dir, bytes, &err, &what)) {
+      Napi::Error e = Napi::Error::New(env, "memory threshold " + dir + ": " + what + ": " + strerror(err));
+      e.Set("code", oom::ErrnoName(err));
+      e.Set("errno", Napi::Number::New(env, err));
+      e.ThrowAsJavaScriptException();
+    }
+    return env.Undefined();
+  }
+
+  Napi::Value UnwatchMemoryThreshold(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_ || core_->closed() || info.Length() < 1 || !info[0].IsNumber()) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, core_->UnwatchThreshold(info[0].As<Napi::Number>().Uint32Value()));
+  }
+
   Napi::Value StartEbpf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
@@ -263,6 +305,7 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
     o.Set("v1", Napi::Number::New(env, static_cast<double>(s.v1)));
     o.Set("v2", Napi::Number::New(env, static_cast<double>(s.v2)));
     o.Set("fds", Napi::Number::New(env, static_cast<double>(s.fds)));
+    o.Set("thresholds", Napi::Number::New(env, static_cast<double>(s.thresholds)));
     o.Set("ebpf", s.ebpf);
     o.Set("kmsg", s.kmsg);
     o.Set("running", s.running);

@@ -10,6 +10,10 @@
 //     watchV1(id, memoryCgroupDir)   eventfd on memory.oom_control (one fd per cgroup); throws
 //     watchV2(id, cgroupDir)         inotify on memory.events (no fd per cgroup); throws
 //     unwatch(id): boolean
+//     watchMemoryThreshold(id, memoryCgroupDir, bytes)  v1: eventfd on memory.usage_in_bytes at
+//                                  bytes (cgroup.event_control); events { kind: 'memory_threshold',
+//                                  id, count, thresholdBytes }; throws
+//     unwatchMemoryThreshold(id): boolean
 //     startEbpf(): { ok: true } | { ok: false, reason }   (raw_tp/mark_victim + ring buffer)
 //     stopEbpf()
 //     startKmsg(): { ok: true } | { ok: false, reason }   (/dev/kmsg OOM lines, unparsed)

@@ -9,6 +9,7 @@ import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
+import { setupNodeResources } from './kubelet/node-resources.js';
 import { metricsHandler } from './server/server.js';
 import { buildSecureServing } from './server/secure.js';
 import { isKubeletError } from './util/errors.js';
@@ -106,13 +107,20 @@ export async function main(argv: string[]): Promise<number> {
         runningPods: () => kubelet.runningPods(),
       });
     } catch (err) {
-      // Upstream exits here; standalone kubelet-ts (no --kubeconfig yet) keeps running without 10250.
+      // Upstream exits here; without --kubeconfig (standalone) webhook authn/authz cannot work, so kubelet-ts keeps running without 10250 and says so.
       if (!isKubeletError(err, 'ERR_SERVER_AUTH_CONFIG')) {
         log.error('Failed to start kubelet-ts', { err: (err as Error).message });
         return 1;
       }
       log.error('Not serving the kubelet API (port)', { port: config.port, err: (err as Error).message });
     }
+  }
+  let resources;
+  try {
+    resources = await setupNodeResources({ config, flags, cri: deps.cri, clock: deps.clock, log, memoryCapacityBytes: deps.memoryCapacityBytes, kubelet, stats });
+  } catch (err) {
+    log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+    return 1;
   }
   const server = new KubeletServer({
     secure,
@@ -132,10 +140,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await kubelet.start();
     await stats.start();
+    resources.start();
     await server.start();
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     stats.stop();
+    resources.stop();
     await kubelet.stop().catch(() => undefined);
     await server.stop().catch(() => undefined);
     return 1;
@@ -143,6 +153,7 @@ export async function main(argv: string[]): Promise<number> {
 
   return waitForShutdown(async () => {
     stats.stop();
+    resources.stop();
     await Promise.all([kubelet.stop(), server.stop()]);
   }, log);
 }

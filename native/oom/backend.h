@@ -29,7 +29,7 @@ class Poller {
 };
 
 struct WatcherStats {
-  size_t watches = 0, v1 = 0, v2 = 0, fds = 0;
+  size_t watches = 0, v1 = 0, v2 = 0, fds = 0, thresholds = 0;
   bool ebpf = false, kmsg = false, running = false;
 };
 

@@ -15,7 +15,8 @@ struct Victim {
   std::string comm;
 };
 
-enum class EventKind : uint8_t { kOomKill, kOom, kRemoved, kKmsg, kError };
+// kMemoryThreshold: a memory usage threshold was crossed (threshold_backend.h).
+enum class EventKind : uint8_t { kOomKill, kOom, kRemoved, kKmsg, kError, kMemoryThreshold };
 // kWatcher: the watcher itself (its thread failed), not one of the mechanisms.
 enum class SourceKind : uint8_t { kEventfd, kInotify, kEbpf, kKmsg, kWatcher };
 

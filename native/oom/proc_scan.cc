@@ -24,6 +24,7 @@ const char* KindName(EventKind k) {
     case EventKind::kRemoved: return "removed";
     case EventKind::kKmsg: return "kmsg";
     case EventKind::kError: return "error";
+    case EventKind::kMemoryThreshold: return "memory_threshold";
   }
   return "error";
 }

@@ -91,6 +91,7 @@ void Watcher::ReleaseFds() {
   v2_.Close();
   kmsg_.Close();
   ebpf_.Close();
+  thresholds_.Close();
   if (wakefd_ >= 0) close(wakefd_);
   wakefd_ = -1;
   if (epfd_ >= 0) close(epfd_);
@@ -119,6 +120,7 @@ FullStats Watcher::GetStats() {
   v2_.AddStats(&s);
   kmsg_.AddStats(&s);
   ebpf_.AddStats(&s);
+  thresholds_.AddStats(&s);
   s.fds += (epfd_ >= 0) + (wakefd_ >= 0);
   s.running = running_ && !stopping_;
   s.droppedBatches = droppedBatches_;
@@ -139,7 +141,7 @@ void Watcher::FailNextPoll(int err) {
 }
 
 bool Watcher::AddFd(Backend* backend, int fd, uint64_t key) {
-  uint64_t slot = backend == &v1_ ? 1 : backend == &v2_ ? 2 : backend == &kmsg_ ? 3 : 4;
+  uint64_t slot = backend == &v1_ ? 1 : backend == &v2_ ? 2 : backend == &kmsg_ ? 3 : backend == &ebpf_ ? 4 : 5;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = (slot << kSlotShift) | (key & kKeyMask);
@@ -160,7 +162,7 @@ void Watcher::Wake() {
 void Watcher::Loop() {
   // Named so tools and the benchmark can find the watcher's thread in /proc/<pid>/task.
   pthread_setname_np(pthread_self(), "kts-oom-watch");
-  Backend* slots[] = {nullptr, &v1_, &v2_, &kmsg_, &ebpf_};
+  Backend* slots[] = {nullptr, &v1_, &v2_, &kmsg_, &ebpf_, &thresholds_};
   epoll_event evs[64];
   while (!stopping_) {
     int timeout = -1;

@@ -15,6 +15,7 @@
 #include "eventfd_backend.h"
 #include "inotify_backend.h"
 #include "kmsg_backend.h"
+#include "threshold_backend.h"
 
 namespace kts {
 namespace oom {
@@ -55,6 +56,10 @@ class Watcher : public Poller {
   bool WatchV1(uint32_t id, const std::string& dir, int* err, std::string* what);
   bool WatchV2(uint32_t id, const std::string& dir, int* err, std::string* what);
   bool Unwatch(uint32_t id);
+  bool WatchThreshold(uint32_t id, const std::string& dir, uint64_t bytes, int* err, std::string* what) {
+    return thresholds_.Watch(id, dir, bytes, err, what);
+  }
+  bool UnwatchThreshold(uint32_t id) { return thresholds_.Unwatch(id); }
   bool StartEbpf(std::string* reason) { return ebpf_.Start(reason); }
   void StopEbpf() { ebpf_.Stop(); }
   bool StartKmsg(std::string* reason) { return kmsg_.Start(reason); }
@@ -99,6 +104,7 @@ class Watcher : public Poller {
   InotifyBackend v2_{this};
   KmsgBackend kmsg_{this};
   EbpfBackend ebpf_{this};
+  ThresholdBackend thresholds_{this};
 };
 
 struct Delivery {

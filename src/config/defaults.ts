@@ -63,6 +63,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     kubeAPIBurst: 100,
     contentType: 'application/vnd.kubernetes.protobuf',
     imageMinimumGCAge: 2 * MINUTE,
+    imageMaximumGCAge: 0,
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
     volumeStatsAggPeriod: MINUTE,

@@ -110,6 +110,8 @@ export interface KubeletConfig {
   contentType: string;
   /** ms, minimum age of an unused image before GC. Default 2m. */
   imageMinimumGCAge: number;
+  /** ms an image may stay unused before GC removes it whatever the disk; 0 = no limit. Default 0. */
+  imageMaximumGCAge: number;
   /** Percent 0..100. Default 85. */
   imageGCHighThresholdPercent: number;
   /** Percent 0..100. Default 80. */

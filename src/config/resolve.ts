@@ -231,6 +231,7 @@ export function resolveKubeletConfig(
   c.kubeAPIBurst = orDefault(r.int('kubeAPIBurst'), c.kubeAPIBurst);
   c.contentType = orDefault(r.str('contentType'), c.contentType);
   c.imageMinimumGCAge = orDefault(r.duration('imageMinimumGCAge'), c.imageMinimumGCAge);
+  c.imageMaximumGCAge = orDefault(r.duration('imageMaximumGCAge'), c.imageMaximumGCAge);
   c.imageGCHighThresholdPercent = orUnset(r.int('imageGCHighThresholdPercent'), c.imageGCHighThresholdPercent);
   c.imageGCLowThresholdPercent = orUnset(r.int('imageGCLowThresholdPercent'), c.imageGCLowThresholdPercent);
   c.volumeStatsAggPeriod = orDefault(r.duration('volumeStatsAggPeriod'), c.volumeStatsAggPeriod);

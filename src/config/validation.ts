@@ -161,6 +161,9 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
       `${c.imageGCLowThresholdPercent} must be less than imageGCHighThresholdPercent ${c.imageGCHighThresholdPercent}`,
     );
   }
+  if (c.imageMaximumGCAge !== 0 && c.imageMinimumGCAge >= c.imageMaximumGCAge) {
+    bad('imageMaximumGCAge', `${showMs(c.imageMaximumGCAge)} must be greater than imageMinimumGCAge ${showMs(c.imageMinimumGCAge)}`);
+  }
   if (c.maxParallelImagePulls !== null && c.maxParallelImagePulls < 1) {
     bad('maxParallelImagePulls', `must be a positive number, got ${c.maxParallelImagePulls}`);
   }
@@ -188,6 +191,7 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     ['nodeStatusReportFrequency', c.nodeStatusReportFrequency],
     ['volumeStatsAggPeriod', c.volumeStatsAggPeriod],
     ['imageMinimumGCAge', c.imageMinimumGCAge],
+    ['imageMaximumGCAge', c.imageMaximumGCAge],
     ['evictionPressureTransitionPeriod', c.evictionPressureTransitionPeriod],
     ['streamingConnectionIdleTimeout', c.streamingConnectionIdleTimeout],
     ['authentication.webhook.cacheTTL', c.authentication.webhook.cacheTTL],

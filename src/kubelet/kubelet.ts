@@ -5,6 +5,9 @@
 import { hostname } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import { getPodQOS } from '../api/qos.js';
+import { DisruptionTarget, Evicted } from '../api/reasons.js';
+import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
@@ -33,6 +36,9 @@ import { EventSink, type ObjectReference } from './event-sink.js';
 import { RestClient } from '../client/rest.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
+
+/** A pod admit handler (upstream lifecycle.PodAdmitHandler). */
+export type PodAdmitHandler = (pod: Pod) => { admit: boolean; reason?: string; message?: string };
 /** upstream: the syncLoop's resync ticker. */
 const SYNC_TICK_MS = 1_000;
 /** How long stop() waits for pod workers after abandoning their work; pods keep running. */
@@ -88,6 +94,8 @@ export class Kubelet {
   private probeRunner?: ProbeRunner;
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
+  private readonly admitHandlers: PodAdmitHandler[] = [];
+  private nodePressure: (() => { memory: boolean; disk: boolean; pid: boolean }) | undefined;
   private running = false;
   private stopping?: Promise<void>;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
@@ -130,6 +138,7 @@ export class Kubelet {
         hostIPs: this.hostIPs,
         plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
+        pressure: () => this.nodePressure?.(),
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -212,7 +221,78 @@ export class Kubelet {
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
       onContainerRemoved: (id) => this.oom?.unwatch(id),
+      admitPod: (pod) => this.admitPod(pod),
+      rejectPod: (pod, reason, message) => this.rejectPod(pod, reason, message),
     });
+  }
+
+  /** Adds a pod admit handler (the eviction manager's); every handler must admit a new pod. */
+  /** Where the node's pressure conditions come from (the eviction manager). */
+  setNodePressureSource(fn: () => { memory: boolean; disk: boolean; pid: boolean }): void {
+    this.nodePressure = fn;
+  }
+
+  addPodAdmitHandler(h: PodAdmitHandler): void {
+    this.admitHandlers.push(h);
+  }
+
+  private admitPod(pod: Pod): { admit: boolean; reason?: string; message?: string } {
+    for (const h of this.admitHandlers) {
+      const r = h(pod);
+      if (!r.admit) return r;
+    }
+    return { admit: true };
+  }
+
+  /** upstream rejectPod: a Warning event and a Failed status saying why. */
+  private rejectPod(pod: Pod, reason: string, message: string): void {
+    this.log.info('Pod admission denied', { pod: podFullName(pod), reason, message });
+    this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
+    this.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason, message: `Pod was rejected: ${message}` });
+  }
+
+  /** Pods admitted and not finished: not terminal, no termination requested (upstream GetActivePods). */
+  activePods(): Pod[] {
+    return this.podManager.getPods().filter((p) => {
+      const uid = p.metadata.uid!;
+      const phase = this.statusManager.getPodStatus(uid)?.phase;
+      if (phase === 'Failed' || phase === 'Succeeded') return false;
+      return !this.podWorkers.isTerminationRequested(uid);
+    });
+  }
+
+  /**
+   * Evicts a pod (upstream killPodFunc with a status function): Failed with reason Evicted and
+   * the message, a DisruptionTarget condition, then killed with the grace period given.
+   */
+  evictPod(pod: Pod, gracePeriodSeconds: number, message: string): void {
+    const uid = pod.metadata.uid!;
+    const prev = this.statusManager.getPodStatus(uid) ?? pod.status ?? {};
+    const now = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const conditions = (prev.conditions ?? []).filter((c) => c.type !== DisruptionTarget);
+    conditions.push({ type: DisruptionTarget, status: 'True', reason: TERMINATION_BY_KUBELET, message, lastTransitionTime: now });
+    this.statusManager.setPodStatus(pod, { ...prev, phase: 'Failed', reason: Evicted, message, conditions });
+    this.podWorkers.updatePod({ updateType: 'kill', pod, gracePeriodOverride: gracePeriodSeconds });
+  }
+
+  /** Every pod source has delivered its first list (GC waits for it before judging pods gone). */
+  sourcesReady(): boolean {
+    return Boolean(this.podConfig?.seenAllSources());
+  }
+
+  /** upstream ShouldPodContentBeRemoved: the pod is gone from every source and its worker is done. */
+  podContentRemovable(uid: string): boolean {
+    return !this.podManager.getPodByUID(uid) && this.podTerminated(uid);
+  }
+
+  /** upstream ShouldPodRuntimeBeRemoved: content removable, or the pod has terminated. */
+  podRuntimeRemovable(uid: string): boolean {
+    return this.podContentRemovable(uid) || this.podWorkers.isTerminated(uid);
+  }
+
+  /** The pod's worker has terminated it (its containers are stopped). */
+  podTerminated(uid: string): boolean {
+    return this.podWorkers.isTerminated(uid) || !this.podWorkers.has(uid);
   }
 
   /** When the syncLoop last handled anything. */

@@ -52,6 +52,8 @@ export interface NodeAgentOptions {
   /** PLEG's health (`PLEG is not healthy: ...` keeps the node NotReady). */
   plegHealthy?: () => { ok: boolean; message: string };
   recordEvent: NodeEventRecorder;
+  /** The eviction manager's pressure (MemoryPressure, DiskPressure, PIDPressure); false without one. */
+  pressure?: () => { memory: boolean; disk: boolean; pid: boolean } | undefined;
 }
 
 export class NodeAgent {
@@ -104,6 +106,7 @@ export class NodeAgent {
         runtimeVersion: () => facts.runtimeVersion(),
         images: () => facts.images(),
         readyErrors: () => this.runtimeState.readyErrors(),
+        pressure: () => o.pressure?.() ?? { memory: false, disk: false, pid: false },
       },
       kubeletVersion: KUBELET_VERSION,
       // The secured kubelet API's port, where the API server proxies nodes/proxy, logs and exec.

@@ -2,6 +2,7 @@
 // updates from the sources, PLEG events through a bounded channel, and the resync tick. Each
 // handler only dispatches to the pod workers; nothing here waits on I/O.
 
+import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { PodUpdate } from '../sources/pod-config.js';
 import { isSyncPodWorthy, type PodLifecycleEvent } from '../pleg/index.js';
@@ -24,6 +25,9 @@ export interface SyncLoopOptions {
   runtimeUp(): boolean;
   /** Told of every ContainerRemoved event (the OOM watcher forgets the container). */
   onContainerRemoved?(containerID: string): void;
+  /** Pod admission (upstream canAdmitPod): a refused pod gets no worker; rejectPod records why. */
+  admitPod?(pod: Pod): { admit: boolean; reason?: string; message?: string };
+  rejectPod?(pod: Pod, reason: string, message: string): void;
   /** Runs the PLEG channel's drain after the current batch (default setImmediate). */
   schedule?: (fn: () => void) => void;
 }
@@ -51,6 +55,7 @@ export class SyncLoop {
         case 'ADD':
           log.info('SyncLoop ADD', { source: u.source, pod: podFullName(pod), podUID: pod.metadata.uid });
           podManager.addPod(pod);
+          if (!this.admit(pod)) break;
           podWorkers.updatePod({ updateType: 'create', pod });
           break;
         case 'UPDATE':
@@ -70,6 +75,13 @@ export class SyncLoop {
           break;
       }
     }
+  }
+
+  private admit(pod: Pod): boolean {
+    const r = this.opts.admitPod?.(pod);
+    if (!r || r.admit) return true;
+    this.opts.rejectPod?.(pod, r.reason ?? '', r.message ?? '');
+    return false;
   }
 
   /** The PLEG's emit: false when the channel is full (the event is discarded and counted). */

@@ -13,7 +13,8 @@ export interface NativeVictimCandidate {
   comm: string;
 }
 
-export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error';
+/** memory_threshold: a v1 memory usage threshold (watchMemoryThreshold) was crossed. */
+export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error' | 'memory_threshold';
 /** 'watcher': the native watcher itself (its thread), not one of the mechanisms. */
 export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg' | 'watcher';
 
@@ -100,6 +101,9 @@ export interface NativeOomWatcherHandle {
   watchV1(id: number, memoryCgroupDir: string): void;
   watchV2(id: number, cgroupDir: string): void;
   unwatch(id: number): boolean;
+  /** v1: eventfd on memory.usage_in_bytes at `bytes` (cgroup.event_control); memory_threshold events carry the id. */
+  watchMemoryThreshold?(id: number, memoryCgroupDir: string, bytes: bigint): void;
+  unwatchMemoryThreshold?(id: number): boolean;
   startEbpf(): NativeStartResult;
   stopEbpf(): void;
   startKmsg(): NativeStartResult;

@@ -113,6 +113,18 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     assert.equal(e.message, 'Node node-a status is now: NodeReady');
   });
 
+  it('reports the eviction manager\'s pressure as MemoryPressure with upstream\'s reason and event', async () => {
+    let memory = false;
+    const kubelet = await start();
+    kubelet.setNodePressureSource(() => ({ memory, disk: false, pid: false }));
+    const cond = () => node()?.status?.conditions?.find((c: { type: string }) => c.type === 'MemoryPressure');
+    await until(h.clock, 'MemoryPressure False', () => cond()?.status === 'False', 100);
+    memory = true;
+    await until(h.clock, 'MemoryPressure True', () => cond()?.status === 'True', 500);
+    assert.equal(cond().reason, 'KubeletHasInsufficientMemory');
+    await until(h.clock, 'the NodeHasInsufficientMemory event', () => reasons().includes('NodeHasInsufficientMemory'), 100);
+  });
+
   it('reconciles an existing Node instead of creating another: same UID, default labels put right', async () => {
     const existing = api.create('nodes', undefined, { ...nodeManifest('node-a'), metadata: { name: 'node-a', labels: { 'kubernetes.io/hostname': 'old-name', keep: 'me' } } });
     await start();

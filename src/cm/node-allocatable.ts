@@ -1,0 +1,99 @@
+// Node allocatable enforcement (upstream: cm enforceNodeAllocatableCgroups with the cgroupfs
+// driver): the kubepods cgroup is limited to what the pods may use. With `pods` in
+// enforceNodeAllocatable that is capacity − kubeReserved − systemReserved (the hard eviction
+// threshold is left inside, so the eviction manager acts before the limit does); without it,
+// the machine's capacity. CPU becomes cpu.shares (v1) / cpu.weight (v2), memory the limit,
+// pids pids.max.
+
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { parseQuantity } from '../api/quantity.js';
+import { cgroupDir, cgroupMode, type CgroupMounts } from '../cgroups/index.js';
+import { cpuSharesToCpuWeight, milliCPUToShares } from '../runtime/resources.js';
+import { KubeletError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+
+export class NodeAllocatableError extends KubeletError {
+  constructor(readonly cgroupName: string, message: string, options?: { cause?: unknown }) {
+    super('ERR_NODE_ALLOCATABLE', `enforcing node allocatable on ${cgroupName}: ${message}`, options);
+  }
+}
+
+export interface NodeCapacity {
+  memoryBytes: bigint;
+  cpuMilli: bigint;
+  /** The node's task limit (min of pid_max and threads-max); undefined: not limited. */
+  pids?: bigint;
+}
+
+export type ReservedList = Readonly<Record<string, string>>;
+
+export interface PodsCgroupLimits {
+  memoryBytes: bigint;
+  cpuShares: number;
+  pids?: bigint;
+}
+
+/** What the kubepods cgroup gets (upstream getNodeAllocatableInternalAbsolute / internalCapacity). */
+export function podsCgroupLimits(capacity: NodeCapacity, reserved: readonly (ReservedList | undefined)[], enforce: readonly string[]): PodsCgroupLimits {
+  const enforced = enforce.includes('pods');
+  const sum = (name: string, milli = false): bigint => {
+    if (!enforced) return 0n;
+    let v = 0n;
+    for (const r of reserved) {
+      const q = r?.[name];
+      if (q !== undefined) v += milli ? parseQuantity(q).milliValueBig() : parseQuantity(q).valueBig();
+    }
+    return v;
+  };
+  const floor0 = (v: bigint): bigint => (v < 0n ? 0n : v);
+  const memory = floor0(capacity.memoryBytes - sum('memory'));
+  const cpu = floor0(capacity.cpuMilli - sum('cpu', true));
+  const out: PodsCgroupLimits = { memoryBytes: memory, cpuShares: milliCPUToShares(cpu) };
+  if (capacity.pids !== undefined) out.pids = floor0(capacity.pids - sum('pid'));
+  return out;
+}
+
+export interface EnforceOptions {
+  mounts: CgroupMounts;
+  cgroupRoot: string;
+  limits: PodsCgroupLimits;
+  log: Logger;
+}
+
+/** Creates the kubepods cgroup where missing and writes its limits; returns its name. */
+export async function enforceNodeAllocatable(o: EnforceOptions): Promise<string> {
+  const name = `${o.cgroupRoot.replace(/\/+$/, '')}/kubepods`;
+  const { mounts, limits } = o;
+  const writes: [string, string, string][] = [];
+  if (cgroupMode(mounts) === 'v2') {
+    const dir = cgroupDir(mounts.unified!, name);
+    writes.push([dir, 'memory.max', String(limits.memoryBytes)], [dir, 'cpu.weight', String(cpuSharesToCpuWeight(limits.cpuShares))]);
+    if (limits.pids !== undefined) writes.push([dir, 'pids.max', String(limits.pids)]);
+  } else {
+    const { memory, cpu, pids } = mounts.v1;
+    if (memory) writes.push([cgroupDir(memory, name), 'memory.limit_in_bytes', String(limits.memoryBytes)]);
+    if (cpu) writes.push([cgroupDir(cpu, name), 'cpu.shares', String(limits.cpuShares)]);
+    if (pids && limits.pids !== undefined) writes.push([cgroupDir(pids, name), 'pids.max', String(limits.pids)]);
+  }
+  for (const [dir, file, value] of writes) {
+    try {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, file), value);
+    } catch (err) {
+      throw new NodeAllocatableError(name, `writing ${value} to ${join(dir, file)}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  o.log.info('Enforced node allocatable on the pods cgroup', { cgroup: name, memory: String(limits.memoryBytes), cpuShares: limits.cpuShares, pids: limits.pids === undefined ? 'max' : String(limits.pids) });
+  return name;
+}
+
+/** The machine's capacity: memory as read at start, one CPU = 1000m per online CPU, the task limit. */
+export async function nodeCapacity(memoryCapacityBytes: number, procDir = '/proc'): Promise<NodeCapacity> {
+  const read = (f: string): Promise<bigint | undefined> =>
+    readFile(join(procDir, f), 'utf8').then((t) => (/^\s*\d+\s*$/.test(t) ? BigInt(t.trim()) : undefined), () => undefined);
+  const [pidMax, threadsMax] = await Promise.all([read('sys/kernel/pid_max'), read('sys/kernel/threads-max')]);
+  const pids = pidMax !== undefined && threadsMax !== undefined ? (pidMax < threadsMax ? pidMax : threadsMax) : pidMax;
+  return { memoryBytes: BigInt(memoryCapacityBytes), cpuMilli: BigInt(availableParallelism()) * 1000n, pids };
+}

@@ -1,0 +1,8 @@
+// Node-pressure eviction: signals, thresholds, ranking and the manager.
+export * from './api.js';
+export * from './thresholds.js';
+export * from './signals.js';
+export * from './ranking.js';
+export * from './eviction-manager.js';
+export * from './build.js';
+export * from './memcg-notifier.js';

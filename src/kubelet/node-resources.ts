@@ -1,0 +1,116 @@
+// Node resource management as the command wires it (upstream: the container manager's node
+// allocatable, the eviction manager, StartGarbageCollection): the kubepods cgroup limited to
+// allocatable, the eviction manager (admission, the memcg notifier, container and image GC as
+// its node-level reclaim), and the periodic container and image GC loops.
+
+import type { KubeletConfig, KubeletFlags } from '../config/index.js';
+import { notImplementedMessage } from '../config/schema.js';
+import { discoverCgroupMounts } from '../cgroups/index.js';
+import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from '../cm/node-allocatable.js';
+import { createEvictionManager, dedicatedImageFs, evictionHost } from '../eviction/build.js';
+import type { EvictionManager } from '../eviction/eviction-manager.js';
+import { createNativeMemcgNotifier } from '../eviction/memcg-notifier.js';
+import { garbageCollectContainers, type ContainerGCOptions } from '../gc/container-gc.js';
+import { criContainerGCRuntime, startGarbageCollection } from '../gc/node-gc.js';
+import { ImageGCManager } from '../images/image-gc.js';
+import { loadOomNative } from '../oom/oom-watcher.js';
+import type { CriClient } from '../runtime/cri-client.js';
+import type { Summary } from '../stats/summary.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { Kubelet } from './kubelet.js';
+
+export interface NodeResourcesOptions {
+  config: KubeletConfig;
+  flags: KubeletFlags;
+  cri: CriClient;
+  clock: Clock;
+  log: Logger;
+  memoryCapacityBytes: number;
+  kubelet: Kubelet;
+  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary> };
+}
+
+export interface NodeResources {
+  eviction: EvictionManager;
+  imageGC: ImageGCManager;
+  /** Starts eviction and the GC loops (after the stats provider). */
+  start(): void;
+  stop(): void;
+}
+
+/** Enforces node allocatable and builds the eviction manager and GC; throws on a bad setting. */
+export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeResources> {
+  const { config, flags, cri, clock, log, kubelet, stats } = o;
+  const mounts = await discoverCgroupMounts();
+  // Only the pods cgroup is enforced: the reserved cgroups are not managed yet.
+  for (const key of config.enforceNodeAllocatable) {
+    if (key !== 'pods' && key !== 'none') log.warn(notImplementedMessage(`enforceNodeAllocatable key ${JSON.stringify(key)}`));
+  }
+  await enforceNodeAllocatable({
+    mounts,
+    cgroupRoot: config.cgroupRoot ?? '',
+    limits: podsCgroupLimits(await nodeCapacity(o.memoryCapacityBytes), [config.systemReserved, config.kubeReserved], config.enforceNodeAllocatable),
+    log,
+  });
+  const imageGC = new ImageGCManager({
+    runtime: cri,
+    imageFsStats: async () => {
+      const fs = (await stats.refresh()).summary.node.runtime?.imageFs;
+      return fs?.capacityBytes !== undefined && fs.availableBytes !== undefined ? { capacityBytes: fs.capacityBytes, availableBytes: fs.availableBytes } : undefined;
+    },
+    policy: {
+      highThresholdPercent: config.imageGCHighThresholdPercent,
+      lowThresholdPercent: config.imageGCLowThresholdPercent,
+      minAgeMs: config.imageMinimumGCAge,
+      maxAgeMs: config.imageMaximumGCAge,
+    },
+    clock,
+    log,
+    registry: kubelet.metrics,
+    recordEvent: (type, reason, message) => kubelet.events.record(`Node ${kubelet.nodeName}`, type, reason, message),
+  });
+  const containerGC: ContainerGCOptions = {
+    runtime: criContainerGCRuntime({
+      listContainers: () => cri.listContainers(),
+      listPodSandbox: () => cri.listPodSandbox(),
+      removeContainer: (id) => cri.removeContainer(id),
+      removePodSandbox: (id) => cri.removePodSandbox(id),
+    }, config.podLogsDir),
+    state: { shouldPodContentBeRemoved: (uid) => kubelet.podContentRemovable(uid), shouldPodRuntimeBeRemoved: (uid) => kubelet.podRuntimeRemovable(uid) },
+    allSourcesReady: () => kubelet.sourcesReady(),
+    now: () => clock.now(),
+    log,
+  };
+  const eviction = createEvictionManager(config, o.memoryCapacityBytes, {
+    host: evictionHost(kubelet, stats),
+    clock,
+    log,
+    registry: kubelet.metrics,
+    podsCgroupName: `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`,
+    containerGC: async () => void (await garbageCollectContainers(containerGC, true)),
+    imageGC: async () => void (await imageGC.deleteUnusedImages()),
+    dedicatedImageFs: await dedicatedImageFs(cri, flags.rootDir),
+    memcgNotifier: (onCross) => {
+      const { native, error } = loadOomNative();
+      const r = native ? createNativeMemcgNotifier({ native, mounts, log, onCross }) : { reason: error };
+      if (!r.notifier) log.warn('Eviction manager: memcg threshold notification unavailable; polling only', { reason: r.reason });
+      return r.notifier;
+    },
+  });
+  kubelet.addPodAdmitHandler((pod) => eviction.admit(pod));
+  kubelet.setNodePressureSource(() => eviction.pressure());
+  let gc: { stop(): void } | undefined;
+  return {
+    eviction,
+    imageGC,
+    start: () => {
+      eviction.start();
+      gc ??= startGarbageCollection({ clock, log, containerGC, imageGC });
+    },
+    stop: () => {
+      eviction.stop();
+      gc?.stop();
+    },
+  };
+}
