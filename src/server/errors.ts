@@ -14,3 +14,10 @@ export class ServerLimitsError extends KubeletError {
     super('ERR_SERVER_LIMITS', `server limits: ${field}: ${message}`);
   }
 }
+
+/** A container whose status gives no log to read (upstream validateContainerLogStatus). */
+export class ContainerLogStatusError extends KubeletError {
+  constructor(readonly container: string, readonly pod: string, message: string) {
+    super('ERR_CONTAINER_LOG_STATUS', message);
+  }
+}
