@@ -81,8 +81,10 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   imageMinimumGCAge: 'not-implemented',
   imageGCHighThresholdPercent: 'not-implemented',
   imageGCLowThresholdPercent: 'not-implemented',
-  containerLogMaxSize: 'not-implemented',
-  containerLogMaxFiles: 'not-implemented',
+  containerLogMaxSize: 'implemented',
+  containerLogMaxFiles: 'implemented',
+  containerLogMaxWorkers: 'implemented',
+  containerLogMonitorInterval: 'implemented',
   volumeStatsAggPeriod: 'not-implemented',
   // Graceful node shutdown.
   shutdownGracePeriod: 'not-implemented',

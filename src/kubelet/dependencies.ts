@@ -23,6 +23,8 @@ import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroup
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import { ContainerLogManager } from '../logs/rotation.js';
+import { parseQuantity } from '../api/quantity.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 
@@ -68,6 +70,8 @@ export interface KubeletDependencies {
   /** Undefined: no OOM watcher. */
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+  /** Rotates container logs (containerLogMaxSize/MaxFiles). Undefined: no rotation. */
+  containerLogManager?(): { start(): void; stop(): void };
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
 }
@@ -135,6 +139,15 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       };
     },
     probeRunner: () => createProbeRunner({ cri }),
+    containerLogManager: () => new ContainerLogManager({
+      runtime: cri,
+      clock,
+      log,
+      maxSizeBytes: parseQuantity(config.containerLogMaxSize).value(),
+      maxFiles: config.containerLogMaxFiles,
+      monitorIntervalMs: config.containerLogMonitorInterval,
+      maxWorkers: config.containerLogMaxWorkers,
+    }),
     podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
 }

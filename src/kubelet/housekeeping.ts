@@ -9,6 +9,7 @@ import type { PodLifecycleEventGenerator } from '../pleg/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import type { StatusManager } from '../status/status-manager.js';
 import type { Logger } from '../util/log.js';
+import { cleanupPodLogDirs } from '../logs/rotation.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import type { PodManager } from './pod-manager.js';
 import type { PodWorkers } from './pod-workers.js';
@@ -31,7 +32,12 @@ export interface HousekeepingOptions {
   caches: Map<string, unknown>[];
   /** Housekeeping waits for every source's first list and a running runtime. */
   ready(): boolean;
+  /** Where pods' log directories are: those of pods gone everywhere are removed. */
+  podLogsDir?: string;
 }
+
+/** Pod log directories being scanned. */
+const logDirScans = new Set<string>();
 
 export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
   if (!o.ready()) return;
@@ -59,6 +65,18 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   o.statusManager.removeOrphanedStatuses(live);
   for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
   o.runtime.gcBackoff();
+  if (o.podLogsDir) {
+    // upstream evictPodLogsDirectories: a pod no source wants, no worker holds and the runtime no longer has
+    // (off the housekeeping pass: a large directory must not hold the next tick back; one scan at a time)
+    const dir = o.podLogsDir;
+    if (!logDirScans.has(dir)) {
+      const known = o.pleg.knownPods();
+      logDirScans.add(dir);
+      void cleanupPodLogDirs(dir, (uid) => !live.has(uid) && !known.has(uid), o.log)
+        .catch((err) => o.log.warn('Housekeeping: cleaning pod log directories failed', { path: dir, err: (err as Error).message }))
+        .finally(() => logDirScans.delete(dir));
+    }
+  }
   if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
 }
 

@@ -76,6 +76,7 @@ export class Kubelet {
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
   private probeRunner?: ProbeRunner;
+  private logManager?: { start(): void; stop(): void };
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
   private running = false;
@@ -193,6 +194,8 @@ export class Kubelet {
     await this.updateRuntimeUp();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
+    this.logManager = this.deps.containerLogManager?.();
+    this.logManager?.start();
 
     this.podConfig = this.deps.podSources({
       onUpdate: (u) => this.syncLoop.handlePodUpdate(u),
@@ -225,6 +228,7 @@ export class Kubelet {
     this.podWorkers.stop();
     this.plegs?.close();
     this.oom?.stop();
+    this.logManager?.stop();
     this.probes?.stop();
     const runnerClosed = this.probeRunner?.close().catch((err) => this.log.warn('Closing the probe runner failed', { err: (err as Error).message }));
     // Hooks abort on the runtime's signal; CRI calls in flight (StopContainer, PullImage, ...) are cancelled.
@@ -264,6 +268,7 @@ export class Kubelet {
       oom: this.oom,
       caches: [this.syncer.reasonCache],
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
+      podLogsDir: this.config.podLogsDir,
     });
   }
 
