@@ -21,3 +21,10 @@ export class ContainerLogStatusError extends KubeletError {
     super('ERR_CONTAINER_LOG_STATUS', message);
   }
 }
+
+/** A streaming request (exec, attach, portForward, run) refused before any runtime session. */
+export class StreamingRequestError extends KubeletError {
+  constructor(readonly status: number, message: string) {
+    super('ERR_STREAMING_REQUEST', message);
+  }
+}
