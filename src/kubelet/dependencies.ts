@@ -27,6 +27,9 @@ import { ContainerLogManager } from '../logs/rotation.js';
 import { parseQuantity } from '../api/quantity.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import type { RestClient } from '../client/rest.js';
+import { readMachineInfo } from '../nodestatus/machine-info.js';
+import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
 
 /** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
@@ -74,6 +77,17 @@ export interface KubeletDependencies {
   containerLogManager?(): { start(): void; stop(): void };
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
+  /** The API server client (--kubeconfig). Undefined: standalone, no API server. */
+  apiClient?: RestClient;
+  /** What the node status reports about the machine and the runtime (default: read from the host and CRI). */
+  nodeFacts?: NodeFacts;
+}
+
+/** Machine facts, the CRI Version answer and the images, for the node status. */
+export interface NodeFacts {
+  machineInfo(): Promise<MachineInfo>;
+  runtimeVersion(): Promise<{ runtimeName: string; runtimeVersion: string }>;
+  images(): Promise<NodeImage[]>;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
@@ -148,6 +162,14 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       monitorIntervalMs: config.containerLogMonitorInterval,
       maxWorkers: config.containerLogMaxWorkers,
     }),
+    nodeFacts: {
+      machineInfo: () => readMachineInfo({ rootDir: flags.rootDir }),
+      runtimeVersion: async () => {
+        const v = await cri.version();
+        return { runtimeName: v.runtime_name, runtimeVersion: v.runtime_version };
+      },
+      images: async () => (await cri.listImages()).map((i) => ({ id: i.id, repoTags: i.repo_tags ?? [], repoDigests: i.repo_digests ?? [], sizeBytes: Number(i.size ?? 0) })),
+    },
     podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
   };
 }

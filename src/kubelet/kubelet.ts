@@ -27,6 +27,7 @@ import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
 import { DNSConfigurer } from '../network/dns.js';
+import { NodeAgent } from './node-agent.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -65,6 +66,8 @@ export class Kubelet {
   readonly manifestErrors: ManifestError[] = [];
   /** The prober (undefined when the dependencies give no probe runner). */
   readonly probes?: ProbeManager;
+  /** Registration, node status and lease (only with an API server: deps.apiClient). */
+  readonly nodeAgent?: NodeAgent;
 
   private readonly deps: KubeletDependencies;
   private readonly cgroups: PodCgroups;
@@ -98,6 +101,20 @@ export class Kubelet {
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
+    if (deps.apiClient) {
+      this.nodeAgent = new NodeAgent({
+        client: deps.apiClient,
+        nodeName: this.nodeName,
+        config: this.config,
+        flags: this.flags,
+        clock: this.clock,
+        log: this.log,
+        ...(deps.nodeFacts ? { facts: deps.nodeFacts } : {}),
+        hostIPs: this.hostIPs,
+        plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
+        recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
+      });
+    }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
     this.probeRunner = deps.probeRunner?.();
     if (this.probeRunner) {
@@ -191,7 +208,9 @@ export class Kubelet {
     this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
     this.running = true;
+    this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
+    this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
     this.logManager = this.deps.containerLogManager?.();
@@ -225,6 +244,8 @@ export class Kubelet {
     this.running = false;
     for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
+    // Bounded on its own: calls to a hung API server are aborted, not waited out.
+    const agentStopped = this.nodeAgent?.stop();
     this.podWorkers.stop();
     this.plegs?.close();
     this.oom?.stop();
@@ -235,12 +256,13 @@ export class Kubelet {
     this.runtime.stop();
     this.cri.close();
     const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
-    const done = Promise.all([sources, runnerClosed, this.podWorkers.idle()]).then(() => true);
+    const done = Promise.all([sources, runnerClosed, agentStopped, this.podWorkers.idle()]).then(() => true);
     let timer: Timer | undefined;
     const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
     const finished = await Promise.race([done, expired]);
     timer?.cancel();
     if (!finished) this.log.warn('Pod workers still busy at shutdown; abandoning them (pods keep running)', { timeoutMs });
+    this.deps.apiClient?.close();
   }
 
   /** Live periodic timers (one per task; bounded however long the kubelet runs). */
@@ -275,6 +297,7 @@ export class Kubelet {
   private async updateRuntimeUp(): Promise<void> {
     try {
       const st = await this.cri.status();
+      this.nodeAgent?.observeRuntimeStatus(st.status?.conditions ?? []);
       const ready = st.status?.conditions.find((c) => c.type === 'RuntimeReady');
       const wasDown = this.runtimeError !== undefined;
       if (!ready?.status) {
@@ -285,6 +308,7 @@ export class Kubelet {
       }
     } catch (err) {
       if (!this.running) return;
+      this.nodeAgent?.observeRuntimeStatus(err as Error);
       if (this.runtimeError === undefined) this.log.error('Container runtime is down', { err: (err as Error).message });
       this.runtimeError = `container runtime is down: ${(err as Error).message}`;
     }
