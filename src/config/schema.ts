@@ -46,7 +46,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   authentication: 'not-implemented',
   authorization: 'not-implemented',
   enableDebuggingHandlers: 'not-implemented',
-  streamingConnectionIdleTimeout: 'not-implemented',
+  // the idle timeout of proxied exec/attach/port-forward streams (src/server/kubelet-host.ts)
+  streamingConnectionIdleTimeout: 'implemented',
   // The API server connection (--kubeconfig): node registration, status, lease, events.
   kubeAPIQPS: 'implemented',
   kubeAPIBurst: 'implemented',

@@ -28,3 +28,10 @@ export class StreamingRequestError extends KubeletError {
     super('ERR_STREAMING_REQUEST', message);
   }
 }
+
+/** The runtime gave no log file for a container instance. */
+export class ContainerLogPathError extends KubeletError {
+  constructor(readonly containerID: string, message: string, cause?: unknown) {
+    super('ERR_CONTAINER_LOG_PATH', message, { cause });
+  }
+}

@@ -5,8 +5,12 @@ import { isNotFound, type CriClient } from '../runtime/cri-client.js';
 import { KUBERNETES_POD_UID_LABEL } from '../runtime/labels.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { runtimeContainerID, type ContainerLogsHost } from './container-logs.js';
-import type { StreamingHost } from './streaming.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { containerLogsHandler, runtimeContainerID, type ContainerLogsHost } from './container-logs.js';
+import { attachRoute, execRoute, portForwardRoute, runHandler, type StreamingHost } from './streaming.js';
+import { withMethods, type Handler } from './server.js';
+import { ContainerLogPathError } from './errors.js';
 
 export interface KubeletView {
   clock: Clock;
@@ -27,9 +31,9 @@ export function containerLogsHost(k: KubeletView, cri: HostCri): ContainerLogsHo
       try {
         path = (await cri.containerStatus(id)).status?.log_path;
       } catch (err) {
-        throw new Error(`failed to get container status ${JSON.stringify(id)}: ${(err as Error).message}`, { cause: err });
+        throw new ContainerLogPathError(id, `failed to get container status ${JSON.stringify(id)}: ${(err as Error).message}`, err);
       }
-      if (!path) throw new Error(`container ${JSON.stringify(id)} has no log path`);
+      if (!path) throw new ContainerLogPathError(id, `container ${JSON.stringify(id)} has no log path`);
       return path;
     },
     async isContainerRunning(id) {
@@ -61,4 +65,23 @@ export function streamingHost(k: KubeletView, cri: HostCri, streamingConnectionI
     },
     cri,
   };
+}
+
+/**
+ * The secure port's container routes (upstream's debugging handlers): /containerLogs/, /exec/,
+ * /attach/, /portForward/ and /run/, as subtree routes with their upgrade handlers.
+ */
+export function containerRoutes(k: KubeletView, cri: HostCri, config: { streamingConnectionIdleTimeout: number }): Map<string, Handler> {
+  const streaming = streamingHost(k, cri, config.streamingConnectionIdleTimeout);
+  const routes = new Map<string, Handler>();
+  routes.set('/containerLogs/', withMethods(['GET'], containerLogsHandler(containerLogsHost(k, cri))));
+  for (const [path, route] of [['/exec/', execRoute(streaming)], ['/attach/', attachRoute(streaming)], ['/portForward/', portForwardRoute(streaming)]] as const) {
+    const r = route;
+    routes.set(path, Object.assign((req: IncomingMessage, res: ServerResponse, url: URL) => r.handle(req, res, url), {
+      methods: r.methods,
+      upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => r.upgrade(req, socket, head, url),
+    }));
+  }
+  routes.set('/run/', withMethods(['POST'], runHandler(streaming)));
+  return routes;
 }

@@ -1,0 +1,189 @@
+// Container logs and streaming on real containerd, through the kubelet's own handlers served
+// by this test's plain HTTP server (an in-process kubelet): a container writing past a small
+// containerLogMaxSize gets its log rotated and compressed, and /containerLogs reads across the
+// rotations; exec over WebSocket (v4.channel.k8s.io) with stdin and an exit code, /run, and a
+// port-forward to busybox httpd, all proxied to containerd's streaming server.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pod } from '../../src/api/types.js';
+import { loadConfig } from '../../src/config/index.js';
+import { buildDependencies } from '../../src/kubelet/dependencies.js';
+import { Kubelet } from '../../src/kubelet/kubelet.js';
+import { CriClient } from '../../src/runtime/cri-client.js';
+import { containerRoutes } from '../../src/server/kubelet-host.js';
+import { matchRoute, type Handler } from '../../src/server/server.js';
+import { createLogger } from '../../src/util/log.js';
+import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
+import { freePort, waitFor } from '../fixtures/kubelet-process.js';
+import { openChannels } from '../fixtures/ws-channel-client.js';
+
+const WAIT = 90_000;
+const NODE = 'kts-logs-node';
+const LOOP = 'trap "exit 0" TERM; while true; do sleep 1; done';
+
+describe('container logs and streaming on a real runtime', () => {
+  let rt: TestRuntime;
+  let cri: CriClient;
+  let dir: string;
+  let manifestDir: string;
+  let podLogsDir: string;
+  let kubelet: Kubelet;
+  let server: Server;
+  let port: number;
+  let httpPort: number;
+
+  before(async () => {
+    rt = await ensureRuntime();
+    cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
+    dir = await mkdtemp(join(tmpdir(), 'kts-logs-'));
+    manifestDir = join(dir, 'manifests');
+    podLogsDir = join(dir, 'pods-logs');
+    await writeFile(join(dir, 'config.yaml'), [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      'containerLogMaxSize: 4Ki',
+      'containerLogMaxFiles: 3',
+      'containerLogMonitorInterval: 3s',
+      `podLogsDir: ${podLogsDir}`,
+      'readOnlyPort: 0',
+      'healthzPort: 0',
+    ].join('\n'));
+    await (await import('node:fs/promises')).mkdir(manifestDir);
+    httpPort = await freePort();
+    const pod = (name: string, containers: unknown[]): string => JSON.stringify({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { test: 'logs-streaming' } },
+      spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers },
+    });
+    const img = rt.images.busybox;
+    // ~60 bytes a line, 400 lines over ~8 s: several rotations at 4 KiB
+    await writeFile(join(manifestDir, 'writer.json'), pod('writer', [{
+      name: 'w', image: img,
+      command: ['sh', '-c', `i=0; while [ $i -lt 400 ]; do echo "line-$(printf %05d $i) padding-padding-padding-padding-pad"; i=$((i+1)); if [ $((i % 20)) -eq 0 ]; then sleep 0.4; fi; done; echo done; ${LOOP}`],
+    }]));
+    await writeFile(join(manifestDir, 'shell.json'), pod('shell', [
+      { name: 'sh', image: img, command: ['sh', '-c', LOOP] },
+      { name: 'web', image: img, command: ['sh', '-c', `mkdir -p /www; echo hello-from-httpd > /www/index.html; httpd -f -p 127.0.0.1:${httpPort} -h /www`] },
+    ]));
+    const { config, flags } = await loadConfig([
+      '--config', join(dir, 'config.yaml'),
+      '--container-runtime-endpoint', rt.endpoint,
+      '--pod-manifest-path', manifestDir,
+      '--root-dir', join(dir, 'root'),
+      '--hostname-override', NODE,
+      '--file-check-frequency', '1s',
+    ]);
+    const log = createLogger({ test: 'logs-streaming' });
+    const deps = await buildDependencies(config, flags, NODE, log);
+    kubelet = new Kubelet({ config, flags, deps });
+    await kubelet.start();
+    const routes: Map<string, Handler> = containerRoutes(kubelet, deps.cri, config);
+    server = createServer((req, res) => {
+      const url = new URL(req.url!, 'http://localhost');
+      const route = matchRoute(routes, url.pathname);
+      if (!route) { res.writeHead(404); return void res.end(); }
+      void route(req, res, url);
+    });
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const url = new URL(req.url!, 'http://localhost');
+      const route = matchRoute(routes, url.pathname);
+      if (!route?.upgrade) return void socket.destroy();
+      void route.upgrade(req, socket, head, url);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  after(async () => {
+    for (const f of await readdir(manifestDir).catch(() => [])) await rm(join(manifestDir, f), { force: true });
+    await waitFor(async () => (await cri.listPodSandbox({ label_selector: { test: 'logs-streaming' } })).length === 0, WAIT, 'pods to be removed').catch(() => undefined);
+    await kubelet?.stop();
+    server?.close();
+    cri.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const running = (name: string, container: string): Promise<Pod> => waitFor(async () => {
+    const p = kubelet.getPods().find((x) => x.metadata.name === `${name}-${NODE}`);
+    const cs = p?.status?.containerStatuses?.find((c) => c.name === container);
+    return cs?.state?.running ? p : undefined;
+  }, WAIT, `${name}/${container} to run`);
+  const get = async (path: string): Promise<{ status: number; body: string }> => {
+    const r = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: r.status, body: await r.text() };
+  };
+
+  it('rotates a log past containerLogMaxSize, compresses older rotations, and /containerLogs reads across them', async () => {
+    const p = await running('writer', 'w');
+    const ctrDir = join(podLogsDir, `default_writer-${NODE}_${p.metadata.uid}`, 'w');
+    const logs = `/containerLogs/default/writer-${NODE}/w`;
+    await waitFor(async () => (await get(logs)).body.includes('done\n'), WAIT, 'the writer to finish');
+    // rotated: a plain newest rotation and a gzip'd older one, never more than 3 files
+    const files = await waitFor(async () => {
+      const f = await readdir(ctrDir);
+      return f.some((n) => /^0\.log\.\d{8}-\d{6}\.gz$/.test(n)) && f.some((n) => /^0\.log\.\d{8}-\d{6}$/.test(n)) ? f : undefined;
+    }, WAIT, 'a compressed rotation');
+    assert.ok(files.length <= 3, `files: ${files.join(' ')}`);
+    const body = (await get(logs)).body;
+    const lines = body.trim().split('\n');
+    assert.equal(lines.at(-1), 'done');
+    // what is kept is one contiguous run up to the last line, read across the rotations
+    const nums = lines.slice(0, -1).map((l) => Number(/^line-(\d{5}) /.exec(l)![1]));
+    assert.equal(nums.at(-1), 399);
+    nums.forEach((n, i) => assert.equal(n, nums[0]! + i, `line ${i}`));
+    assert.ok(nums.length * 60 > 4096, `more than the live file holds: ${nums.length} lines`);
+    // options through the handler
+    assert.equal((await get(`${logs}?tailLines=2`)).body, 'line-00399 padding-padding-padding-padding-pad\ndone\n');
+    assert.match((await get(`${logs}?tailLines=1&timestamps=true`)).body, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z done\n$/);
+    assert.equal((await get(`${logs}?limitBytes=10`)).body.length, 10);
+    assert.equal((await get(`${logs}?sinceTime=2999-01-01T00:00:00Z`)).body, '');
+    assert.deepEqual(await get(`/containerLogs/default/writer-${NODE}/nope`), { status: 404, body: `container "nope" not found in pod "writer-${NODE}"` });
+    assert.deepEqual(await get(`${logs}?previous=true`), { status: 400, body: `previous terminated container "w" in pod "writer-${NODE}" not found` });
+    // follow streams what comes and keeps the connection open while the container runs
+    const ac = new AbortController();
+    const r = await fetch(`http://127.0.0.1:${port}${logs}?follow=true&tailLines=1`, { signal: ac.signal });
+    const reader = r.body!.getReader();
+    const first = Buffer.from((await reader.read()).value!).toString();
+    assert.equal(first, 'done\n');
+    ac.abort();
+  });
+
+  it('exec over WebSocket: stdin reaches the command, stdout and the exit code come back', async () => {
+    await running('shell', 'sh');
+    const ws = await openChannels(port, `/exec/default/shell-${NODE}/sh?command=sh&command=-c&command=${encodeURIComponent('read x; echo "got $x"; echo oops >&2; exit 3')}&input=1&output=1&error=1`);
+    ws.send(0, 'hello\n');
+    await ws.until(() => ws.received(3).length > 0);
+    assert.equal(ws.received(1).toString(), 'got hello\n');
+    assert.equal(ws.received(2).toString(), 'oops\n');
+    const status = JSON.parse(ws.received(3).toString()) as { status: string; reason?: string; details?: { causes?: { reason: string; message: string }[] } };
+    assert.equal(status.status, 'Failure');
+    assert.equal(status.reason, 'NonZeroExitCode');
+    assert.deepEqual(status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message, '3');
+    ws.close();
+  });
+
+  it('/run answers a command\'s output', async () => {
+    await running('shell', 'sh');
+    const r = await fetch(`http://127.0.0.1:${port}/run/default/shell-${NODE}/sh?cmd=echo%20ran`, { method: 'POST' });
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'ran\n');
+  });
+
+  it('port-forward over WebSocket reaches busybox httpd in the pod', async () => {
+    await running('shell', 'web');
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${httpPort}/`).then((x) => x.text(), () => '')).includes('hello'), WAIT, 'httpd to serve');
+    const ws = await openChannels(port, `/portForward/default/shell-${NODE}?port=${httpPort}`);
+    // each channel first carries the port (uint16 little-endian)
+    await ws.until(() => ws.received(0).length >= 2 && ws.received(1).length >= 2);
+    assert.equal(ws.received(0).readUInt16LE(0), httpPort);
+    ws.send(0, `GET / HTTP/1.0\r\nHost: x\r\n\r\n`);
+    await ws.until(() => ws.received(0).toString().includes('hello-from-httpd'));
+    assert.match(ws.received(0).subarray(2).toString(), /^HTTP\/1\.[01] 200[\s\S]*hello-from-httpd/);
+    ws.close();
+  });
+});
