@@ -2,10 +2,16 @@
 // by this test's plain HTTP server (an in-process kubelet): a container writing past a small
 // containerLogMaxSize gets its log rotated and compressed, and /containerLogs reads across the
 // rotations; exec over WebSocket (v4.channel.k8s.io) with stdin and an exit code, /run, and a
-// port-forward to busybox httpd, all proxied to containerd's streaming server.
+// port-forward to busybox httpd, all proxied to containerd's streaming server. Then kubectl
+// (logs -f/--tail/--since/--previous/--timestamps, exec -i with an exit code, port-forward)
+// through the test API server, which proxies to these handlers over HTTPS with its own client
+// certificate.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { execFile, spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -22,6 +28,7 @@ import { createLogger } from '../../src/util/log.js';
 import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
 import { freePort, waitFor } from '../fixtures/kubelet-process.js';
 import { openChannels } from '../fixtures/ws-channel-client.js';
+import { TestApiServer } from '../fixtures/test-apiserver/server.js';
 
 const WAIT = 90_000;
 const NODE = 'kts-logs-node';
@@ -37,6 +44,11 @@ describe('container logs and streaming on a real runtime', () => {
   let server: Server;
   let port: number;
   let httpPort: number;
+  let api: TestApiServer;
+  let tlsServer: Server;
+  let kubeconfig: string;
+  /** Client certificate subjects the kubelet's HTTPS server saw. */
+  const clientCNs: string[] = [];
 
   before(async () => {
     rt = await ensureRuntime();
@@ -66,6 +78,10 @@ describe('container logs and streaming on a real runtime', () => {
       name: 'w', image: img,
       command: ['sh', '-c', `i=0; while [ $i -lt 400 ]; do echo "line-$(printf %05d $i) padding-padding-padding-padding-pad"; i=$((i+1)); if [ $((i % 20)) -eq 0 ]; then sleep 0.4; fi; done; echo done; ${LOOP}`],
     }]));
+    // exits after a line each run: restarted, so it has a previous instance
+    await writeFile(join(manifestDir, 'crasher.json'), pod('crasher', [{
+      name: 'c', image: img, command: ['sh', '-c', 'echo "started $(cat /proc/sys/kernel/random/uuid)"; sleep 5; exit 1'],
+    }]));
     await writeFile(join(manifestDir, 'shell.json'), pod('shell', [
       { name: 'sh', image: img, command: ['sh', '-c', LOOP] },
       { name: 'web', image: img, command: ['sh', '-c', `mkdir -p /www; echo hello-from-httpd > /www/index.html; httpd -f -p 127.0.0.1:${httpPort} -h /www`] },
@@ -83,20 +99,41 @@ describe('container logs and streaming on a real runtime', () => {
     kubelet = new Kubelet({ config, flags, deps });
     await kubelet.start();
     const routes: Map<string, Handler> = containerRoutes(kubelet, deps.cri, config);
-    server = createServer((req, res) => {
+    const onRequest: RequestListener = (req, res) => {
       const url = new URL(req.url!, 'http://localhost');
       const route = matchRoute(routes, url.pathname);
       if (!route) { res.writeHead(404); return void res.end(); }
       void route(req, res, url);
-    });
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    };
+    const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const url = new URL(req.url!, 'http://localhost');
       const route = matchRoute(routes, url.pathname);
       if (!route?.upgrade) return void socket.destroy();
       void route.upgrade(req, socket, head, url);
-    });
+    };
+    server = createServer(onRequest);
+    server.on('upgrade', onUpgrade);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
+
+    // the test API server, and the same handlers on HTTPS where its Node says the kubelet is
+    api = new TestApiServer();
+    await api.start();
+    const serving = api.ca!.serving(['127.0.0.1']);
+    const noteClient = (req: IncomingMessage): void => {
+      const cn = (req.socket as TLSSocket).getPeerCertificate?.()?.subject?.CN;
+      clientCNs.push(String(cn ?? ''));
+    };
+    tlsServer = createHttpsServer({ cert: serving.cert, key: serving.key, ca: [api.ca!.cert], requestCert: true, rejectUnauthorized: true }, (req, res) => { noteClient(req); onRequest(req, res); });
+    tlsServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { noteClient(req); onUpgrade(req, socket, head); });
+    await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', r));
+    const tlsPort = (tlsServer.address() as AddressInfo).port;
+    api.create('nodes', undefined, {
+      metadata: { name: NODE },
+      status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: tlsPort } } },
+    });
+    kubeconfig = join(dir, 'admin.kubeconfig');
+    await writeFile(kubeconfig, api.kubeconfigFor('admin', ['system:masters']));
   });
 
   after(async () => {
@@ -104,6 +141,8 @@ describe('container logs and streaming on a real runtime', () => {
     await waitFor(async () => (await cri.listPodSandbox({ label_selector: { test: 'logs-streaming' } })).length === 0, WAIT, 'pods to be removed').catch(() => undefined);
     await kubelet?.stop();
     server?.close();
+    tlsServer?.close();
+    await api?.stop();
     cri.close();
     await rm(dir, { recursive: true, force: true });
   });
@@ -185,5 +224,104 @@ describe('container logs and streaming on a real runtime', () => {
     await ws.until(() => ws.received(0).toString().includes('hello-from-httpd'));
     assert.match(ws.received(0).subarray(2).toString(), /^HTTP\/1\.[01] 200[\s\S]*hello-from-httpd/);
     ws.close();
+  });
+
+  // ---- kubectl through the test API server ----
+
+  const kubectl = (args: string[], input?: string, timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      const child = execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], {
+        timeout: timeoutMs,
+        // SPDY all the way: the test API server proxies bytes, it does not translate WebSocket to SPDY
+        env: { ...process.env, KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false', KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' },
+      }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+      if (input !== undefined) child.stdin!.end(input);
+    });
+  /** The pod as the API server knows it (kubelet-ts runs standalone here: the test mirrors it). */
+  const mirror = async (name: string, phase?: string): Promise<string> => {
+    const p = await running(name, kubelet.getPods().find((x) => x.metadata.name === `${name}-${NODE}`)?.spec.containers[0]!.name ?? '');
+    const full = `${name}-${NODE}`;
+    if (!api.get('pods', 'default', full)) {
+      api.create('pods', 'default', { metadata: { name: full, uid: p.metadata.uid }, spec: { nodeName: NODE, containers: p.spec.containers.map((c) => ({ name: c.name, image: c.image })) } });
+    }
+    if (phase) {
+      const cur = api.get('pods', 'default', full)!;
+      api.registry.update(api.resource('pods'), 'default', full, { ...cur, status: { ...cur.status, phase } }, 'status');
+    }
+    return full;
+  };
+
+  it('kubectl logs: --tail, --timestamps, --since, -f, across the rotation; the API server presents its client certificate', async () => {
+    await running('writer', 'w');
+    const pod = await mirror('writer');
+    await waitFor(async () => (await get(`/containerLogs/default/${pod}/w`)).body.includes('done\n'), WAIT, 'the writer to finish');
+    const tail = await kubectl(['logs', pod, '--tail=2']);
+    assert.equal(tail.stderr, '');
+    assert.equal(tail.stdout, 'line-00399 padding-padding-padding-padding-pad\ndone\n');
+    assert.match((await kubectl(['logs', pod, '--tail=1', '--timestamps'])).stdout, /^\d{4}-\d\d-\d\dT[\d:.]+Z done\n$/);
+    const all = (await kubectl(['logs', pod, '--since=1h'])).stdout.trim().split('\n');
+    assert.equal(all.at(-1), 'done');
+    assert.ok(all.length * 60 > 4096, `read across the rotation: ${all.length} lines`);
+    assert.equal((await kubectl(['logs', pod, '--since-time=2999-01-01T00:00:00Z'])).stdout, '');
+    // -f keeps streaming while the container runs
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, 'logs', '-f', '--tail=1', pod], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    await waitFor(async () => out === 'done\n', WAIT, 'kubectl logs -f to print');
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(child.exitCode, null, 'still following');
+    child.kill();
+    assert.ok(clientCNs.length > 0 && clientCNs.every((cn) => cn === 'kube-apiserver-kubelet-client'), clientCNs.join(','));
+  });
+
+  it('kubectl logs --previous reads the last terminated instance', async () => {
+    const p = await waitFor(async () => {
+      const x = kubelet.getPods().find((y) => y.metadata.name === `crasher-${NODE}`);
+      const cs = x?.status?.containerStatuses?.[0];
+      // the second instance running (in backoff, upstream shows the last terminated one as the current log)
+      return (cs?.restartCount ?? 0) >= 1 && cs?.state?.running ? x : undefined;
+    }, WAIT, 'crasher to run again', 100);
+    assert.ok(p);
+    const pod = `crasher-${NODE}`;
+    if (!api.get('pods', 'default', pod)) api.create('pods', 'default', { metadata: { name: pod }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'busybox' }] } });
+    const prev = await kubectl(['logs', pod, '--previous']);
+    assert.equal(prev.stderr, '');
+    assert.match(prev.stdout, /^started [0-9a-f-]{36}\n$/);
+    const cur = await kubectl(['logs', pod]);
+    assert.match(cur.stdout, /^started [0-9a-f-]{36}\n$/);
+    assert.notEqual(cur.stdout, prev.stdout);
+  });
+
+  it('kubectl exec -i: stdin in, stdout out, the exit code back', async () => {
+    await running('shell', 'sh');
+    const pod = await mirror('shell', 'Running');
+    const r = await kubectl(['exec', '-i', pod, '-c', 'sh', '--', 'sh', '-c', 'read x; echo "got $x"; exit 3'], 'hello\n');
+    assert.equal(r.stdout, 'got hello\n');
+    assert.equal(r.code, 3, r.stderr);
+    const ok = await kubectl(['exec', pod, '-c', 'sh', '--', 'sh', '-c', 'echo fine']);
+    assert.deepEqual([ok.code, ok.stdout], [0, 'fine\n']);
+    const missing = await kubectl(['exec', pod, '-c', 'nope', '--', 'true']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /container nope is not valid for pod/);
+  });
+
+  it('kubectl port-forward reaches busybox httpd', async () => {
+    await running('shell', 'web');
+    const pod = await mirror('shell', 'Running');
+    const local = await freePort();
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, 'port-forward', `pod/${pod}`, `${local}:${httpPort}`], {
+      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' },
+    });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    try {
+      const body = await waitFor(async () => {
+        const t = await fetch(`http://127.0.0.1:${local}/`).then((x) => x.text());
+        return t.includes('hello-from-httpd') ? t : undefined;
+      }, 30_000, `port-forward to serve (${err})`);
+      assert.equal(body, 'hello-from-httpd\n');
+    } finally {
+      child.kill();
+    }
   });
 });
