@@ -8,17 +8,16 @@ import { readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { Container, ContainerStatusResponse } from '../runtime/cri-types.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { LogRotationError } from './errors.js';
 import { COMPRESS_SUFFIX, TMP_SUFFIX, rotationStamp } from './files.js';
 
-/** The CRI calls rotation makes. */
+/** The CRI calls rotation makes (shapes of the CRI client's; the runtime layer imports this folder). */
 export interface LogRotationRuntime {
-  listContainers(filter?: { state?: { state: 'CONTAINER_RUNNING' } } | null): Promise<Pick<Container, 'id'>[]>;
-  containerStatus(id: string): Promise<Pick<ContainerStatusResponse, 'status'>>;
+  listContainers(filter?: { state?: { state: 'CONTAINER_RUNNING' } } | null): Promise<{ id: string }[]>;
+  containerStatus(id: string): Promise<{ status: { log_path?: string } | null }>;
   reopenContainerLog(id: string): Promise<void>;
 }
 
@@ -230,4 +229,14 @@ export async function cleanupPodLogDirs(podLogsDir: string, shouldRemove: (podUI
     }
   }
   return removed;
+}
+
+/**
+ * Removes a container's live log and every rotation of it (upstream: the log manager's Clean,
+ * called when a dead container is garbage-collected).
+ */
+export async function cleanContainerLogs(logPath: string): Promise<void> {
+  if (!logPath) return;
+  for (const r of await rotationsOf(logPath)) await rm(r, { force: true });
+  await rm(logPath, { force: true });
 }

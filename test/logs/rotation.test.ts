@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { ContainerLogManager, cleanupPodLogDirs, type LogRotationRuntime } from '../../src/logs/rotation.js';
+import { ContainerLogManager, cleanContainerLogs, cleanupPodLogDirs, type LogRotationRuntime } from '../../src/logs/rotation.js';
 import { readContainerLogs } from '../../src/logs/reader.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { loggerDouble } from '../kubelet/doubles.js';
@@ -118,4 +118,11 @@ test('pod log directories of gone pods are removed; symlinks and live pods are l
   assert.deepEqual((await readdir(root)).sort(), ['ns_link_uid-link', 'ns_live_uid-live']);
   assert.equal(await readFile(join(outside, 'keep'), 'utf8'), 'precious');
   assert.deepEqual(await cleanupPodLogDirs(join(root, 'absent'), () => true), []);
+});
+
+test('a removed container takes its live log and every rotation with it, not its siblings', async () => {
+  const d = await mkdtemp(join(tmpdir(), 'kts-rot-'));
+  for (const n of ['0.log', '0.log.20260101-110000.gz', '0.log.20260101-120000', '0.log.20260101-120000.tmp', '1.log', '10.log']) await writeFile(join(d, n), 'x');
+  await cleanContainerLogs(join(d, '0.log'));
+  assert.deepEqual((await readdir(d)).sort(), ['1.log', '10.log']);
 });
