@@ -59,8 +59,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   nodeStatusReportFrequency: 'implemented',
   nodeLeaseDurationSeconds: 'implemented',
   nodeStatusMaxImages: 'implemented',
-  eventRecordQPS: 'not-implemented',
-  eventBurst: 'not-implemented',
+  eventRecordQPS: 'implemented',
+  eventBurst: 'implemented',
   // Pod DNS.
   clusterDomain: 'implemented',
   clusterDNS: 'implemented',

@@ -28,6 +28,8 @@ import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
 import { DNSConfigurer } from '../network/dns.js';
 import { NodeAgent } from './node-agent.js';
+import { EventSink, type ObjectReference } from './event-sink.js';
+import { RestClient } from '../client/rest.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -68,6 +70,8 @@ export class Kubelet {
   readonly probes?: ProbeManager;
   /** Registration, node status and lease (only with an API server: deps.apiClient). */
   readonly nodeAgent?: NodeAgent;
+  /** Events to the API server (only with deps.apiClient). */
+  readonly eventSink?: EventSink;
 
   private readonly deps: KubeletDependencies;
   private readonly cgroups: PodCgroups;
@@ -102,6 +106,17 @@ export class Kubelet {
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
     if (deps.apiClient) {
+      // upstream's event client: its own limit (eventRecordQPS/eventBurst), not kubeAPIQPS.
+      this.eventSink = new EventSink({
+        client: new RestClient(deps.apiClient.config, { clock: this.clock, qps: 0, userAgent: 'kubelet-ts' }),
+        clock: this.clock,
+        log: this.log,
+        host: this.nodeName,
+        qps: this.config.eventRecordQPS,
+        burst: this.config.eventBurst,
+      });
+      const sink = this.eventSink;
+      this.events.sendTo({ ref: (object) => this.eventRef(object), post: (ref, type, reason, message) => sink.post(ref, type, reason, message) });
       this.nodeAgent = new NodeAgent({
         client: deps.apiClient,
         nodeName: this.nodeName,
@@ -246,6 +261,7 @@ export class Kubelet {
     this.timers.clear();
     // Bounded on its own: calls to a hung API server are aborted, not waited out.
     const agentStopped = this.nodeAgent?.stop();
+    this.eventSink?.stop();
     this.podWorkers.stop();
     this.plegs?.close();
     this.oom?.stop();
@@ -332,6 +348,21 @@ export class Kubelet {
       // Let the pod's worker see the container's end promptly.
       if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
     }
+  }
+
+  /** The involvedObject of `Node n` or `Pod ns/name` (a pod the kubelet no longer knows: by name only). */
+  private eventRef(object: string): ObjectReference | undefined {
+    const sp = object.indexOf(' ');
+    const kind = object.slice(0, sp);
+    const id = object.slice(sp + 1);
+    // upstream's nodeRef: the node's name stands in for its UID.
+    if (kind === 'Node') return { kind: 'Node', name: id, uid: id };
+    if (kind !== 'Pod') return undefined;
+    const pod = this.podManager.getPodByFullName(id);
+    const slash = id.indexOf('/');
+    const ref: ObjectReference = { kind: 'Pod', apiVersion: 'v1', namespace: pod?.metadata.namespace ?? id.slice(0, slash), name: pod?.metadata.name ?? id.slice(slash + 1) };
+    if (pod?.metadata.uid) ref.uid = pod.metadata.uid;
+    return ref;
   }
 
   // ---- what the servers read ----

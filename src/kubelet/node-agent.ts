@@ -4,7 +4,7 @@
 // the syncLoop, and stop() abandons calls in flight instead of waiting on the API server.
 
 import { readFileSync } from 'node:fs';
-import type { RestClient } from '../client/rest.js';
+import { RestClient } from '../client/rest.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { NodeLeaseController } from '../nodestatus/lease.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
@@ -58,6 +58,8 @@ export class NodeAgent {
   readonly runtimeState: RuntimeState;
   readonly status: NodeStatusManager;
   readonly lease: NodeLeaseController;
+  /** upstream's heartbeat client: no client-side rate limit, each call bounded by the update period. */
+  readonly heartbeatClient: RestClient;
   private readonly o: NodeAgentOptions;
   private ctl: AbortController | undefined;
   private loops: Promise<unknown>[] = [];
@@ -65,6 +67,14 @@ export class NodeAgent {
   constructor(o: NodeAgentOptions) {
     this.o = o;
     const { config, flags, clock, log, nodeName } = o;
+    // As upstream: heartbeats never queue behind other API calls, and a hung API server costs
+    // one update period (at most the lease duration), not a stalled loop.
+    this.heartbeatClient = new RestClient(o.client.config, {
+      clock,
+      qps: 0,
+      timeoutMs: Math.min(config.nodeStatusUpdateFrequency, config.nodeLeaseDurationSeconds * 1000),
+      userAgent: 'kubelet-ts',
+    });
     this.runtimeState = new RuntimeState(clock);
     if (o.plegHealthy) this.runtimeState.addHealthCheck({ name: 'PLEG', check: o.plegHealthy });
     const facts = o.facts ?? {
@@ -75,7 +85,7 @@ export class NodeAgent {
     const nodeEvent = (type: 'Normal' | 'Warning', reason: string, message?: string) =>
       o.recordEvent(type, reason, message ?? `Node ${nodeName} status is now: ${reason}`);
     this.status = new NodeStatusManager({
-      client: o.client,
+      client: this.heartbeatClient,
       nodeName,
       // upstream: the hostname label and address are the node name unless overridden
       hostname: nodeName,
@@ -107,14 +117,17 @@ export class NodeAgent {
         },
       } : {}),
       recordEvent: nodeEvent,
+      // upstream: repeated heartbeat failures close the connections, so a restarted API server is reached anew.
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       clock,
       log,
     });
     this.lease = new NodeLeaseController({
-      client: o.client,
+      client: this.heartbeatClient,
       nodeName,
       clock,
       leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       log,
     });
   }
@@ -150,5 +163,6 @@ export class NodeAgent {
     const done = await Promise.race([Promise.all(this.loops).then(() => true), expired]);
     timer?.cancel();
     if (!done) this.o.log.warn('Node status and lease loops still busy at shutdown; abandoning them', { timeoutMs });
+    this.heartbeatClient.close();
   }
 }
