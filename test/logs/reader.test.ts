@@ -1,9 +1,10 @@
 // The CRI log reader: record parsing, partial lines, rotation order (plain and gzip), every
 // /containerLogs option, and follow through a rotation and a container exit (on a FakeClock).
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { formatTimestamp, parseCriRecord } from '../../src/logs/cri-format.js';
@@ -12,6 +13,14 @@ import { parseContainerLogOptions, type ContainerLogOptions } from '../../src/lo
 import { LogOptionsError } from '../../src/logs/errors.js';
 import { readContainerLogs } from '../../src/logs/reader.js';
 import { FakeClock } from '../../src/util/clock.js';
+
+const tempDirs: string[] = [];
+after(() => { for (const d of tempDirs) rmSync(d, { recursive: true, force: true }); });
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 function ts(sec: number, nanos = '000000000'): string {
@@ -22,7 +31,7 @@ function rec(sec: number, stream: 'stdout' | 'stderr', tag: 'P' | 'F', text: str
 }
 
 async function dir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'kts-logs-'));
+  return tempDir('kts-logs-');
 }
 
 async function read(path: string, o: Partial<ContainerLogOptions>, clock = new FakeClock(T0 + 100_000), running = async () => false): Promise<string> {

@@ -2,16 +2,25 @@
 // rename to `<log>.<stamp>` + ReopenContainerLog, older rotations gzip'd (newest plain), at most
 // MaxFiles kept, a failed reopen puts the log back; pod log directories of gone pods removed
 // without following symlinks.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ContainerLogManager, cleanContainerLogs, cleanupPodLogDirs, type LogRotationRuntime } from '../../src/logs/rotation.js';
 import { readContainerLogs } from '../../src/logs/reader.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { loggerDouble } from '../kubelet/doubles.js';
+
+const tempDirs: string[] = [];
+after(() => { for (const d of tempDirs) rmSync(d, { recursive: true, force: true }); });
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const rec = (i: number): string => `2026-01-01T12:00:00.000000000Z stdout F line-${String(i).padStart(4, '0')}\n`;
@@ -40,7 +49,7 @@ async function passes(m: ContainerLogManager, clock: FakeClock, n: number, write
 }
 
 test('rotates over the size limit every monitor interval, compresses older rotations, keeps MaxFiles', async () => {
-  const d = await mkdtemp(join(tmpdir(), 'kts-rot-'));
+  const d = await tempDir('kts-rot-');
   const log = join(d, '0.log');
   await writeFile(log, '');
   const clock = new FakeClock(T0);
@@ -77,7 +86,7 @@ test('rotates over the size limit every monitor interval, compresses older rotat
 });
 
 test('a failed reopen renames the rotation back; leftovers of an interrupted compression are removed', async () => {
-  const d = await mkdtemp(join(tmpdir(), 'kts-rot-'));
+  const d = await tempDir('kts-rot-');
   const log = join(d, '0.log');
   await writeFile(log, rec(1).repeat(5));
   await writeFile(`${log}.20260101-110000`, 'x');
@@ -96,7 +105,7 @@ test('a failed reopen renames the rotation back; leftovers of an interrupted com
 });
 
 test('a missing live log is reopened, not rotated', async () => {
-  const d = await mkdtemp(join(tmpdir(), 'kts-rot-'));
+  const d = await tempDir('kts-rot-');
   const log = join(d, '0.log');
   const runtime = runtimeDouble(log);
   const m = new ContainerLogManager({ runtime, clock: new FakeClock(T0), log: loggerDouble(), maxSizeBytes: 10, maxFiles: 5, monitorIntervalMs: 10_000, maxWorkers: 1 });
@@ -106,8 +115,8 @@ test('a missing live log is reopened, not rotated', async () => {
 });
 
 test('pod log directories of gone pods are removed; symlinks and live pods are left', async () => {
-  const root = await mkdtemp(join(tmpdir(), 'kts-podlogs-'));
-  const outside = await mkdtemp(join(tmpdir(), 'kts-outside-'));
+  const root = await tempDir('kts-podlogs-');
+  const outside = await tempDir('kts-outside-');
   await writeFile(join(outside, 'keep'), 'precious');
   await mkdir(join(root, 'ns_live_uid-live', 'app'), { recursive: true });
   await mkdir(join(root, 'ns_gone_uid-gone', 'app'), { recursive: true });
@@ -121,7 +130,7 @@ test('pod log directories of gone pods are removed; symlinks and live pods are l
 });
 
 test('a removed container takes its live log and every rotation with it, not its siblings', async () => {
-  const d = await mkdtemp(join(tmpdir(), 'kts-rot-'));
+  const d = await tempDir('kts-rot-');
   for (const n of ['0.log', '0.log.20260101-110000.gz', '0.log.20260101-120000', '0.log.20260101-120000.tmp', '1.log', '10.log']) await writeFile(join(d, n), 'x');
   await cleanContainerLogs(join(d, '0.log'));
   assert.deepEqual((await readdir(d)).sort(), ['1.log', '10.log']);

@@ -1,16 +1,25 @@
 // The /containerLogs handler on a plain node http server with a host double: upstream's 404 and
 // 400 texts, the container instance chosen from the status (previous = the last terminated
 // one), and the log streamed with the query's options.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod, PodStatus } from '../../src/api/types.js';
 import { containerLogsHandler, type ContainerLogsHost } from '../../src/server/container-logs.js';
 import { FakeClock } from '../../src/util/clock.js';
+
+const tempDirs: string[] = [];
+after(() => { for (const d of tempDirs) rmSync(d, { recursive: true, force: true }); });
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const line = (sec: number, text: string): string => `${new Date(T0 + sec * 1000).toISOString().replace('.000Z', '.000000000Z')} stdout F ${text}\n`;
@@ -37,7 +46,7 @@ async function serve(host: ContainerLogsHost): Promise<{ server: Server; get: (p
 }
 
 test('/containerLogs: 404s and 400s with upstream texts, logs of the current and previous instance', async (t) => {
-  const d = await mkdtemp(join(tmpdir(), 'kts-clogs-'));
+  const d = await tempDir('kts-clogs-');
   await writeFile(join(d, '0.log'), line(1, 'first run'));
   await writeFile(join(d, '1.log'), line(2, 'second run a') + line(3, 'second run b'));
   let status: PodStatus = {
