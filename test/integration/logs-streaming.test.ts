@@ -300,6 +300,13 @@ describe('container logs and streaming on a real runtime', () => {
     assert.equal(r.code, 3, r.stderr);
     const ok = await kubectl(['exec', pod, '-c', 'sh', '--', 'sh', '-c', 'echo fine']);
     assert.deepEqual([ok.code, ok.stdout], [0, 'fine\n']);
+    // kubectl's default transport (WebSocket, v5/v4 channel protocols) through the same byte-for-byte proxies
+    const ws = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile('kubectl', ['--kubeconfig', kubeconfig, 'exec', '-i', pod, '-c', 'sh', '--', 'sh', '-c', 'read x; echo "ws $x"; exit 4'], { timeout: 30_000 },
+        (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+      child.stdin!.end('hi\n');
+    });
+    assert.deepEqual([ws.code, ws.stdout], [4, 'ws hi\n'], ws.stderr);
     const missing = await kubectl(['exec', pod, '-c', 'nope', '--', 'true']);
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /container nope is not valid for pod/);
