@@ -101,7 +101,7 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   imageGCLowThresholdPercent: 'not-implemented',
   containerLogMaxSize: 'not-implemented',
   containerLogMaxFiles: 'not-implemented',
-  volumeStatsAggPeriod: 'not-implemented',
+  volumeStatsAggPeriod: 'implemented',
   // Graceful node shutdown.
   shutdownGracePeriod: 'not-implemented',
   shutdownGracePeriodCriticalPods: 'not-implemented',
