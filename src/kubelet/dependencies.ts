@@ -25,9 +25,9 @@ import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
 import { ContainerLogManager } from '../logs/rotation.js';
 import { parseQuantity } from '../api/quantity.js';
+import type { RestClient } from '../client/rest.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import type { RestClient } from '../client/rest.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
 

@@ -34,6 +34,8 @@ export interface HousekeepingOptions {
   ready(): boolean;
   /** Where pods' log directories are: those of pods gone everywhere are removed. */
   podLogsDir?: string;
+  /** Removes the directories (and mounts) of pods nobody has; undefined: no volume manager. */
+  volumes?: { cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> };
 }
 
 /** Pod log directories being scanned. */
@@ -78,6 +80,12 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
     }
   }
   if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
+  // Pod directories left by pods deleted while kubelet-ts was down (after a restart nothing
+  // else knows them): only once every source was listed, so no wanted pod loses its volumes.
+  if (o.volumes) {
+    const keep = new Set([...live, ...o.pleg.knownPods().keys()]);
+    await o.volumes.cleanupOrphanedPodDirs(keep).catch((err) => o.log.warn('Housekeeping: cleaning up orphaned pod directories failed', { err: (err as Error).message }));
+  }
 }
 
 /**

@@ -26,7 +26,8 @@ import { PodWorkers } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
-import { DNSConfigurer } from '../network/dns.js';
+import { ApiObjectSource } from '../volumemanager/object-source.js';
+import { CHECK_RESOLV_CONF_PERIOD_MS, DNSConfigurer } from '../network/dns.js';
 import { NodeAgent } from './node-agent.js';
 import { EventSink, type ObjectReference } from './event-sink.js';
 import { RestClient } from '../client/rest.js';
@@ -79,6 +80,8 @@ export class Kubelet {
   private readonly podWorkers: PodWorkers;
   private readonly syncLoop: SyncLoop;
   private readonly syncer: PodSyncer;
+  private readonly volumes: VolumeManager;
+  private readonly dns: DNSConfigurer;
   private plegs?: KubeletPleg;
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
@@ -148,6 +151,21 @@ export class Kubelet {
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
       probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
     });
+    this.volumes = new VolumeManager({
+      rootDir: this.flags.rootDir,
+      clock: this.clock,
+      log: this.log,
+      nodeName: this.nodeName,
+      hostIPs: () => this.hostIPs,
+      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy }),
+    });
+    this.dns = new DNSConfigurer({
+      clusterDNS: this.config.clusterDNS,
+      clusterDomain: this.config.clusterDomain,
+      resolvConf: this.config.resolvConf,
+      nodeIPs: () => this.hostIPs,
+      event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
+    });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
       statusManager: this.statusManager,
@@ -161,15 +179,8 @@ export class Kubelet {
       podLogsDir: this.config.podLogsDir,
       syncFrequencyMs: this.config.syncFrequency,
       hostIPs: () => this.hostIPs,
-      volumes: new VolumeManager({ rootDir: this.flags.rootDir, clock: this.clock, log: this.log, nodeName: this.nodeName, hostIPs: () => this.hostIPs }),
-      dns: new DNSConfigurer({
-        clusterDNS: this.config.clusterDNS,
-        clusterDomain: this.config.clusterDomain,
-        // upstream's resolvConf default; the field itself is not read yet
-        resolvConf: '/etc/resolv.conf',
-        nodeIPs: () => this.hostIPs,
-        event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
-      }),
+      volumes: this.volumes,
+      dns: this.dns,
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
@@ -222,6 +233,15 @@ export class Kubelet {
     }
     this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
+    // The actual state of volumes is what is on disk and in the mount table (nothing to replay);
+    // housekeeping removes what belongs to no pod once every source was listed.
+    const found = await this.volumes.reconstruct().catch((err) => {
+      this.log.warn('Reading volumes from disk failed', { err: (err as Error).message });
+      return new Map();
+    });
+    const vols = [...found.values()].flat();
+    this.log.info('Reconstructed volumes from disk', { pods: found.size, volumes: vols.length, tmpfs: vols.filter((v) => v.tmpfs).length });
+
     this.running = true;
     this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
@@ -242,6 +262,11 @@ export class Kubelet {
     // syncLoop blocks main); every other timer is unref'd.
     this.every('sync', SYNC_TICK_MS, () => this.syncLoop.handleSyncTick(), { keepAlive: true });
     this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.housekeeping());
+    if (config.resolvConf) {
+      // upstream checks the host resolv.conf against the resolver's limits at start and every 30 s
+      void this.checkResolvConf();
+      this.every('resolv-conf-check', CHECK_RESOLV_CONF_PERIOD_MS, () => this.checkResolvConf());
+    }
     this.syncLoop.lastIteration = this.clock.now();
     this.log.info('Started kubelet', { node: this.nodeName, hostIPs: this.hostIPs, staticPodPath: config.staticPodPath });
   }
@@ -305,9 +330,15 @@ export class Kubelet {
       runtime: this.runtime,
       oom: this.oom,
       caches: [this.syncer.reasonCache],
+      volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
       podLogsDir: this.config.podLogsDir,
     });
+  }
+
+  private async checkResolvConf(): Promise<void> {
+    const warning = await this.dns.checkLimitsForResolvConf();
+    if (warning) this.events.record(`Node ${this.nodeName}`, 'Warning', 'CheckLimitsForResolvConf', warning);
   }
 
   private async updateRuntimeUp(): Promise<void> {
@@ -373,6 +404,21 @@ export class Kubelet {
       const status = this.statusManager.getPodStatus(p.metadata.uid!);
       return status ? { ...p, status } : p;
     });
+  }
+
+  /** The pods the runtime runs (/runningpods/): upstream's ToAPIPod of the running pods in the cache. */
+  runningPods(): Pod[] {
+    const pods: Pod[] = [];
+    for (const uid of this.cache.uids()) {
+      const s = this.cache.get(uid).status;
+      const running = s?.containerStatuses.filter((c) => c.state === 'running') ?? [];
+      if (!s || (running.length === 0 && !s.sandboxStatuses.some((b) => b.state === 'ready'))) continue;
+      pods.push({
+        metadata: { name: s.name, namespace: s.namespace, uid: s.uid },
+        spec: { containers: running.map((c) => ({ name: c.name, image: c.image })) },
+      } as Pod);
+    }
+    return pods;
   }
 
   /** The pod's cgroup name (`/kubepods/<qos>/pod<uid>`); a container's is `<that>/<container id>`. */

@@ -35,3 +35,17 @@ export class ContainerLogPathError extends KubeletError {
     super('ERR_CONTAINER_LOG_PATH', message, { cause });
   }
 }
+
+/** The serving certificate could not be read or generated (file named). */
+export class ServingCertError extends KubeletError {
+  constructor(readonly file: string, message: string, cause?: unknown) {
+    super('ERR_SERVING_CERT', `serving certificate ${file}: ${message}`, { cause });
+  }
+}
+
+/** The secure server cannot be built as configured (the field is named). */
+export class ServerAuthConfigError extends KubeletError {
+  constructor(readonly field: string, message: string) {
+    super('ERR_SERVER_AUTH_CONFIG', `${field}: ${message}`);
+  }
+}

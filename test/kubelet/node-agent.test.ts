@@ -40,6 +40,7 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     h.flags.nodeLabels = { role: 'infra' };
     h.config.registerWithTaints = [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }];
     h.config.maxPods = 42;
+    h.config.port = 10350;
     h.config.kubeReserved = { cpu: '500m', memory: '1Gi' };
     h.config.systemReserved = { memory: '512Mi' };
     h.config.evictionHard = { 'memory.available': '100Mi', 'nodefs.available': '10%' };
@@ -81,7 +82,8 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     assert.equal(n.status.nodeInfo.containerRuntimeVersion, 'containerd://1.7.24');
     assert.equal(n.status.nodeInfo.kubeletVersion, KUBELET_VERSION);
     assert.deepEqual(n.status.images, [{ names: ['busybox@sha256:aa', 'busybox:1.36'], sizeBytes: 2_000_000 }]);
-    assert.deepEqual(n.status.daemonEndpoints, { kubeletEndpoint: { Port: 10250 } });
+    // The secure port the config gives: where the API server proxies logs, exec and nodes/proxy.
+    assert.deepEqual(n.status.daemonEndpoints, { kubeletEndpoint: { Port: 10350 } });
     const conds = Object.fromEntries(n.status.conditions.map((c: { type: string; status: string; reason: string }) => [c.type, `${c.status} ${c.reason}`]));
     assert.deepEqual(conds, {
       MemoryPressure: 'False KubeletHasSufficientMemory', DiskPressure: 'False KubeletHasNoDiskPressure',
@@ -141,6 +143,18 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     const codes = api.requests.filter((r) => r.path.startsWith(leasePath) && r.method === 'PUT').map((r) => r.code);
     assert.ok(codes.includes(409), 'the 409 happened');
     assert.equal(codes.at(-1), 200);
+  });
+
+  it('at rest sends one lease renewal per 10 s and nothing else: the Node comes from a watch, an unchanged status is not re-sent', async () => {
+    await start();
+    await until(h.clock, 'Ready', () => ready()?.status === 'True', 100);
+    await until(h.clock, 'the node watch', () => api.requests.some((r) => r.path === '/api/v1/nodes' && r.watch), 100);
+    // Let start-up settle (first renewals, the status update after registration).
+    for (let i = 0; i < 30; i++) { h.clock.step(1_000); await settle(3); }
+    const from = api.requests.length;
+    for (let i = 0; i < 60; i++) { h.clock.step(1_000); await settle(3); }
+    const minute = api.requests.slice(from).filter((r) => !r.path.includes('/events'));
+    assert.deepEqual(minute.map((r) => `${r.method} ${r.path}`), Array(6).fill(`PUT ${leasePath}/node-a`));
   });
 
   it('rides out 10 minutes without the API server: nothing crashes, the loop runs, lease and status resume', async () => {
