@@ -12,6 +12,7 @@ import { statsRoutes } from './stats/routes.js';
 import { setupNodeResources } from './kubelet/node-resources.js';
 import { metricsHandler } from './server/server.js';
 import { buildSecureServing } from './server/secure.js';
+import { containerRoutes } from './server/kubelet-host.js';
 import { isKubeletError } from './util/errors.js';
 import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
@@ -105,6 +106,7 @@ export async function main(argv: string[]): Promise<number> {
         probeMetrics: kubelet.probes?.metrics.registry,
         cadvisor: { getSummary: () => stats.getSummary(), getPods: () => kubelet.getPods(), podCgroupName: (p) => kubelet.podCgroupName(p) },
         runningPods: () => kubelet.runningPods(),
+        streaming: containerRoutes(kubelet, deps.cri, config),
       });
     } catch (err) {
       // Upstream exits here; without --kubeconfig (standalone) webhook authn/authz cannot work, so kubelet-ts keeps running without 10250 and says so.

@@ -85,6 +85,8 @@ export function defaultKubeletConfig(): KubeletConfig {
     failSwapOn: true,
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
+    containerLogMaxWorkers: 1,
+    containerLogMonitorInterval: 10_000,
     containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
     imageServiceEndpoint: '',
     systemReserved: {},

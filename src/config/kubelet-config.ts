@@ -151,6 +151,10 @@ export interface KubeletConfig {
   containerLogMaxSize: string;
   /** Default 5. */
   containerLogMaxFiles: number;
+  /** Workers rotating container logs concurrently. Default 1. */
+  containerLogMaxWorkers: number;
+  /** ms between checks of container log sizes. Default 10s. */
+  containerLogMonitorInterval: number;
   containerRuntimeEndpoint: string;
   /** '' = use containerRuntimeEndpoint. */
   imageServiceEndpoint: string;

@@ -270,6 +270,8 @@ export function resolveKubeletConfig(
   c.failSwapOn = orUnset(r.bool('failSwapOn'), c.failSwapOn);
   c.containerLogMaxSize = orDefault(r.str('containerLogMaxSize'), c.containerLogMaxSize);
   c.containerLogMaxFiles = orUnset(r.int('containerLogMaxFiles'), c.containerLogMaxFiles);
+  c.containerLogMaxWorkers = orUnset(r.int('containerLogMaxWorkers'), c.containerLogMaxWorkers);
+  c.containerLogMonitorInterval = orUnset(r.duration('containerLogMonitorInterval'), c.containerLogMonitorInterval);
   c.containerRuntimeEndpoint = orDefault(r.str('containerRuntimeEndpoint'), c.containerRuntimeEndpoint);
   c.imageServiceEndpoint = orUnset(r.str('imageServiceEndpoint'), c.imageServiceEndpoint);
   c.systemReserved = orUnset(r.strMap('systemReserved'), c.systemReserved);

@@ -52,7 +52,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   enableSystemLogHandler: 'implemented',
   enableProfilingHandler: 'implemented',
   enableDebuggingHandlers: 'implemented',
-  streamingConnectionIdleTimeout: 'not-implemented',
+  // the idle timeout of proxied exec/attach/port-forward streams (src/server/kubelet-host.ts)
+  streamingConnectionIdleTimeout: 'implemented',
   // The API server connection (--kubeconfig): node registration, status, lease, events.
   kubeAPIQPS: 'implemented',
   kubeAPIBurst: 'implemented',
@@ -98,8 +99,10 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   imageMaximumGCAge: 'implemented',
   imageGCHighThresholdPercent: 'implemented',
   imageGCLowThresholdPercent: 'implemented',
-  containerLogMaxSize: 'not-implemented',
-  containerLogMaxFiles: 'not-implemented',
+  containerLogMaxSize: 'implemented',
+  containerLogMaxFiles: 'implemented',
+  containerLogMaxWorkers: 'implemented',
+  containerLogMonitorInterval: 'implemented',
   volumeStatsAggPeriod: 'implemented',
   // Graceful node shutdown.
   shutdownGracePeriod: 'not-implemented',

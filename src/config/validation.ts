@@ -237,6 +237,9 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     if (!ok) bad('staticPodURL', `must be an http(s) URL, got ${showValue(c.staticPodURL)}`);
   }
   if (c.containerRuntimeEndpoint === '') bad('containerRuntimeEndpoint', 'was not specified or empty');
+  // upstream: at least one rotation worker, and no size check more often than every 3s
+  if (c.containerLogMaxWorkers < 1) bad('containerLogMaxWorkers', `must be greater than or equal to 1, got ${c.containerLogMaxWorkers}`);
+  if (c.containerLogMonitorInterval < 3_000) bad('containerLogMonitorInterval', `must be a positive time duration greater than or equal to 3s, got ${showMs(c.containerLogMonitorInterval)}`);
   if (c.containerLogMaxFiles <= 1) bad('containerLogMaxFiles', `must be greater than 1, got ${c.containerLogMaxFiles}`);
   const logMaxSize = quantityOf(issues, 'containerLogMaxSize', c.containerLogMaxSize);
   if (logMaxSize !== undefined && logMaxSize.sign() <= 0) {

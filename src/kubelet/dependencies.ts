@@ -23,6 +23,8 @@ import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroup
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import { ContainerLogManager } from '../logs/rotation.js';
+import { parseQuantity } from '../api/quantity.js';
 import type { RestClient } from '../client/rest.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -71,6 +73,8 @@ export interface KubeletDependencies {
   /** Undefined: no OOM watcher. */
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+  /** Rotates container logs (containerLogMaxSize/MaxFiles). Undefined: no rotation. */
+  containerLogManager?(): { start(): void; stop(): void };
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
   /** The API server client (--kubeconfig). Undefined: standalone, no API server. */
@@ -149,6 +153,15 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       };
     },
     probeRunner: () => createProbeRunner({ cri }),
+    containerLogManager: () => new ContainerLogManager({
+      runtime: cri,
+      clock,
+      log,
+      maxSizeBytes: parseQuantity(config.containerLogMaxSize).value(),
+      maxFiles: config.containerLogMaxFiles,
+      monitorIntervalMs: config.containerLogMonitorInterval,
+      maxWorkers: config.containerLogMaxWorkers,
+    }),
     nodeFacts: {
       machineInfo: () => readMachineInfo({ rootDir: flags.rootDir }),
       runtimeVersion: async () => {

@@ -9,6 +9,7 @@ import type { PodLifecycleEventGenerator } from '../pleg/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import type { StatusManager } from '../status/status-manager.js';
 import type { Logger } from '../util/log.js';
+import { cleanupPodLogDirs } from '../logs/rotation.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import type { PodManager } from './pod-manager.js';
 import type { PodWorkers } from './pod-workers.js';
@@ -31,9 +32,14 @@ export interface HousekeepingOptions {
   caches: Map<string, unknown>[];
   /** Housekeeping waits for every source's first list and a running runtime. */
   ready(): boolean;
+  /** Where pods' log directories are: those of pods gone everywhere are removed. */
+  podLogsDir?: string;
   /** Removes the directories (and mounts) of pods nobody has; undefined: no volume manager. */
   volumes?: { cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> };
 }
+
+/** Pod log directories being scanned. */
+const logDirScans = new Set<string>();
 
 export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
   if (!o.ready()) return;
@@ -61,6 +67,18 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   o.statusManager.removeOrphanedStatuses(live);
   for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
   o.runtime.gcBackoff();
+  if (o.podLogsDir) {
+    // upstream evictPodLogsDirectories: a pod no source wants, no worker holds and the runtime no longer has
+    // (off the housekeeping pass: a large directory must not hold the next tick back; one scan at a time)
+    const dir = o.podLogsDir;
+    if (!logDirScans.has(dir)) {
+      const known = o.pleg.knownPods();
+      logDirScans.add(dir);
+      void cleanupPodLogDirs(dir, (uid) => !live.has(uid) && !known.has(uid), o.log)
+        .catch((err) => o.log.warn('Housekeeping: cleaning pod log directories failed', { path: dir, err: (err as Error).message }))
+        .finally(() => logDirScans.delete(dir));
+    }
+  }
   if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
   // Pod directories left by pods deleted while kubelet-ts was down (after a restart nothing
   // else knows them): only once every source was listed, so no wanted pod loses its volumes.

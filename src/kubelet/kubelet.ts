@@ -92,6 +92,7 @@ export class Kubelet {
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
   private probeRunner?: ProbeRunner;
+  private logManager?: { start(): void; stop(): void };
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
   private readonly admitHandlers: PodAdmitHandler[] = [];
@@ -327,6 +328,8 @@ export class Kubelet {
     this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
+    this.logManager = this.deps.containerLogManager?.();
+    this.logManager?.start();
 
     this.podConfig = this.deps.podSources({
       onUpdate: (u) => this.syncLoop.handlePodUpdate(u),
@@ -367,6 +370,7 @@ export class Kubelet {
     this.podWorkers.stop();
     this.plegs?.close();
     this.oom?.stop();
+    this.logManager?.stop();
     this.probes?.stop();
     const runnerClosed = this.probeRunner?.close().catch((err) => this.log.warn('Closing the probe runner failed', { err: (err as Error).message }));
     // Hooks abort on the runtime's signal; CRI calls in flight (StopContainer, PullImage, ...) are cancelled.
@@ -408,6 +412,7 @@ export class Kubelet {
       caches: [this.syncer.reasonCache],
       volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
+      podLogsDir: this.config.podLogsDir,
     });
   }
 

@@ -26,6 +26,9 @@ import type {
   ContainerStatusResponse,
   CreateContainerResponse,
   ExecSyncResponse,
+  ExecRequest,
+  AttachRequest,
+  PortForwardRequest,
   Image,
   ImageFilter,
   ImageFsInfoResponse,
@@ -410,6 +413,28 @@ export class CriClient {
       deadline,
       signal,
     );
+  }
+
+  /** A streaming exec session: the runtime's streaming server URL the client's connection goes to. */
+  async exec(req: ExecRequest): Promise<string> {
+    return this.#streamingUrl('Exec', req);
+  }
+
+  /** A streaming attach session to the container's main process. */
+  async attach(req: AttachRequest): Promise<string> {
+    return this.#streamingUrl('Attach', req);
+  }
+
+  /** A port-forward session into the sandbox's network namespace (ports may be empty: SPDY names them per stream). */
+  async portForward(req: PortForwardRequest): Promise<string> {
+    return this.#streamingUrl('PortForward', req);
+  }
+
+  async #streamingUrl(method: string, req: object): Promise<string> {
+    const res = await this.#runtimeCall<{ url: string }>(method, req);
+    // upstream refuses a response without a URL
+    if (!res.url) throw invalid(method, 'URL is not set');
+    return res.url;
   }
 
   /** The runtime's conditions; fails unless RuntimeReady and NetworkReady are both reported (as upstream). */

@@ -623,3 +623,26 @@ export interface UpdateContainerResourcesRequest {
 /** Condition types a runtime reports in StatusResponse (upstream constants). */
 export const RuntimeReady = 'RuntimeReady';
 export const NetworkReady = 'NetworkReady';
+
+/** ExecRequest (streaming exec through the runtime's streaming server). */
+export interface ExecRequest {
+  container_id: string;
+  cmd: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+export interface AttachRequest {
+  container_id: string;
+  stdin: boolean;
+  tty: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+export interface PortForwardRequest {
+  pod_sandbox_id: string;
+  port: number[];
+}

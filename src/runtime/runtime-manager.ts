@@ -2,6 +2,7 @@
 // back from the CRI by their labels and does what computePodActions (pod-actions.ts) decides:
 // kills through the PodKiller (kill.ts), starts through the ContainerStarter (start.ts).
 
+import { cleanContainerLogs } from '../logs/rotation.js';
 import { mkdir } from 'node:fs/promises';
 import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
@@ -233,6 +234,9 @@ export class RuntimeManager implements KubeletRuntime {
   }
 
   async removeContainer(containerID: string): Promise<void> {
+    // the container's log and its rotations go with it (upstream removeContainerLog)
+    const logPath = await this.opts.cri.containerStatus(containerID).then((r) => r.status?.log_path ?? '', () => '');
+    await cleanContainerLogs(logPath).catch((err) => this.opts.log.warn('Failed to remove container logs', { containerID, path: logPath, err: (err as Error).message }));
     await this.opts.cri.removeContainer(containerID);
   }
 

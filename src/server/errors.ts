@@ -15,6 +15,27 @@ export class ServerLimitsError extends KubeletError {
   }
 }
 
+/** A container whose status gives no log to read (upstream validateContainerLogStatus). */
+export class ContainerLogStatusError extends KubeletError {
+  constructor(readonly container: string, readonly pod: string, message: string) {
+    super('ERR_CONTAINER_LOG_STATUS', message);
+  }
+}
+
+/** A streaming request (exec, attach, portForward, run) refused before any runtime session. */
+export class StreamingRequestError extends KubeletError {
+  constructor(readonly status: number, message: string) {
+    super('ERR_STREAMING_REQUEST', message);
+  }
+}
+
+/** The runtime gave no log file for a container instance. */
+export class ContainerLogPathError extends KubeletError {
+  constructor(readonly containerID: string, message: string, cause?: unknown) {
+    super('ERR_CONTAINER_LOG_PATH', message, { cause });
+  }
+}
+
 /** The serving certificate could not be read or generated (file named). */
 export class ServingCertError extends KubeletError {
   constructor(readonly file: string, message: string, cause?: unknown) {

@@ -1,0 +1,97 @@
+// The CRI container log format (upstream: kuberuntime logs): one record per line,
+// `<RFC3339Nano timestamp> <stdout|stderr> <P|F> <content>`; a P (partial) record's content
+// continues in the stream's next record, an F (full) record ends the line.
+
+export type LogStream = 'stdout' | 'stderr';
+
+export interface CriLogRecord {
+  /** The timestamp as written (RFC3339Nano). */
+  timestamp: string;
+  /** Milliseconds since the epoch (NaN when the timestamp does not parse). */
+  timeMs: number;
+  stream: LogStream;
+  partial: boolean;
+  /** The content, without the line's newline. */
+  content: Buffer;
+}
+
+const SPACE = 0x20;
+
+/** Parses one record (without its trailing newline); undefined for a line that is not CRI format. */
+export function parseCriRecord(line: Buffer): CriLogRecord | undefined {
+  const a = line.indexOf(SPACE);
+  if (a <= 0) return undefined;
+  const b = line.indexOf(SPACE, a + 1);
+  if (b < 0) return undefined;
+  const stream = line.toString('latin1', a + 1, b);
+  if (stream !== 'stdout' && stream !== 'stderr') return undefined;
+  const timestamp = line.toString('latin1', 0, a);
+  const timeMs = Date.parse(timestamp);
+  if (Number.isNaN(timeMs)) return undefined;
+  // Tag and content; a record whose tag is missing is a full line (the pre-tag format).
+  const c = line.indexOf(SPACE, b + 1);
+  const tag = line.toString('latin1', b + 1, c < 0 ? line.length : c);
+  if (tag === 'P' || tag === 'F') {
+    return { timestamp, timeMs, stream, partial: tag === 'P', content: c < 0 ? Buffer.alloc(0) : line.subarray(c + 1) };
+  }
+  return { timestamp, timeMs, stream, partial: false, content: line.subarray(b + 1) };
+}
+
+/**
+ * A timestamp as Go's RFC3339Nano prints it (what upstream writes with `timestamps`): trailing
+ * zeros of the fraction dropped, and the fraction with them when it is all zeros.
+ */
+export function formatTimestamp(ts: string): string {
+  return ts.replace(/\.(\d*?)0+(?=Z|[+-]\d\d:\d\d$)/, (_m, digits: string) => (digits ? `.${digits}` : ''));
+}
+
+/** A logical line: the records of one stream joined up to an F record (or the end of the input). */
+export interface LogLine {
+  /** The first record's timestamp and time. */
+  timestamp: string;
+  timeMs: number;
+  stream: LogStream;
+  /** The joined content, with a newline when the line was ended by an F record. */
+  content: Buffer;
+}
+
+/** Joins partial records into lines, per stream (stdout's P continues in stdout's next record). */
+export class LineAssembler {
+  readonly #pending = new Map<LogStream, { first: CriLogRecord; parts: Buffer[] }>();
+
+  /** The line a record completes, if any. */
+  push(rec: CriLogRecord): LogLine | undefined {
+    const p = this.#pending.get(rec.stream);
+    if (rec.partial) {
+      if (p) p.parts.push(rec.content);
+      else this.#pending.set(rec.stream, { first: rec, parts: [rec.content] });
+      return undefined;
+    }
+    this.#pending.delete(rec.stream);
+    const first = p?.first ?? rec;
+    const parts = p ? [...p.parts, rec.content, NEWLINE] : [rec.content, NEWLINE];
+    return { timestamp: first.timestamp, timeMs: first.timeMs, stream: rec.stream, content: Buffer.concat(parts) };
+  }
+
+  /** Lines still open (partial records with no F yet), oldest first; they stay open. */
+  pending(): LogLine[] {
+    return [...this.#pending.values()]
+      .sort((x, y) => x.first.timeMs - y.first.timeMs)
+      .map(({ first, parts }) => ({ timestamp: first.timestamp, timeMs: first.timeMs, stream: first.stream, content: Buffer.concat(parts) }));
+  }
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/** Splits a buffer into complete lines; `rest` is what follows the last newline. */
+export function splitLines(buf: Buffer): { lines: Buffer[]; rest: Buffer } {
+  const lines: Buffer[] = [];
+  let start = 0;
+  for (;;) {
+    const nl = buf.indexOf(0x0a, start);
+    if (nl < 0) break;
+    lines.push(buf.subarray(start, nl));
+    start = nl + 1;
+  }
+  return { lines, rest: buf.subarray(start) };
+}

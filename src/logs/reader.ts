@@ -1,0 +1,264 @@
+// Reads a container's CRI-format log as upstream's /containerLogs does (kuberuntime ReadLogs),
+// across its rotations (oldest first, `.gz` ones decompressed) and then the live file: partial
+// records joined into lines, tailLines, since, timestamps and limitBytes applied; with follow,
+// the live file is tailed through rotations (a recreated file is reopened) until the container
+// is no longer running and the file has stopped growing.
+import { watch, type FSWatcher } from 'node:fs';
+import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
+import { gunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import type { Clock } from '../util/clock.js';
+import { LineAssembler, formatTimestamp, parseCriRecord, splitLines, type CriLogRecord, type LogLine } from './cri-format.js';
+import { LogReadError } from './errors.js';
+import { rotatedLogs, type LogFile } from './files.js';
+import { sinceBound, type ContainerLogOptions } from './options.js';
+
+const gunzipAsync = promisify(gunzip);
+
+/** upstream logForceCheckPeriod: a followed file is re-read at least this often. */
+export const LOG_FORCE_CHECK_PERIOD_MS = 1_000;
+const READ_CHUNK = 64 * 1024;
+
+export interface LogSink {
+  /** Resolves when the sink can take more (backpressure). */
+  write(chunk: Buffer): void | Promise<void>;
+}
+
+export interface LogReaderDeps {
+  clock: Clock;
+  /** Whether the container still runs (upstream isContainerRunning: a missing container is not). */
+  isRunning(): Promise<boolean>;
+  /** Ends a follow (the client went away). */
+  signal?: AbortSignal;
+}
+
+/** Writes lines to the sink with the request's since, timestamps and limitBytes applied. */
+class LineWriter {
+  #remaining: number;
+  constructor(private readonly sink: LogSink, private readonly since: number | undefined, private readonly timestamps: boolean, limitBytes: number | undefined) {
+    this.#remaining = limitBytes ?? Infinity;
+  }
+
+  get full(): boolean {
+    return this.#remaining <= 0;
+  }
+
+  async line(l: LogLine): Promise<void> {
+    if (this.full) return;
+    if (this.since !== undefined && l.timeMs < this.since) return;
+    const body = this.timestamps ? Buffer.concat([Buffer.from(`${formatTimestamp(l.timestamp)} `), l.content]) : l.content;
+    const out = body.length > this.#remaining ? body.subarray(0, this.#remaining) : body;
+    this.#remaining -= out.length;
+    await this.sink.write(out);
+  }
+}
+
+function records(lines: Buffer[]): CriLogRecord[] {
+  const out: CriLogRecord[] = [];
+  for (const l of lines) {
+    const r = parseCriRecord(l);
+    if (r) out.push(r);
+  }
+  return out;
+}
+
+async function readWhole(f: LogFile): Promise<Buffer> {
+  try {
+    const data = await readFile(f.path);
+    return f.compressed ? await gunzipAsync(data) : data;
+  } catch (err) {
+    throw new LogReadError(f.path, (err as Error).message, err);
+  }
+}
+
+/** Records of the rotations needed for `tail` lines, oldest first, given the live file's records. */
+async function tailRecords(rotations: LogFile[], live: CriLogRecord[], tail: number): Promise<CriLogRecord[]> {
+  const fulls = (rs: CriLogRecord[]): number => rs.reduce((n, r) => n + (r.partial ? 0 : 1), 0);
+  let have = fulls(live);
+  const chunks: CriLogRecord[][] = [live];
+  // one line more than asked, so the first kept line's partial records are in too
+  for (let i = rotations.length - 1; i >= 0 && have <= tail; i--) {
+    const rs = records(splitLines(await readWhole(rotations[i]!)).lines);
+    chunks.unshift(rs);
+    have += fulls(rs);
+  }
+  return chunks.flat();
+}
+
+/** Reads the logs of the container whose live log file is `logPath` into `sink`. */
+export async function readContainerLogs(logPath: string, opts: ContainerLogOptions, sink: LogSink, deps: LogReaderDeps): Promise<void> {
+  const out = new LineWriter(sink, sinceBound(opts, deps.clock.now()), opts.timestamps, opts.limitBytes);
+  const assembler = new LineAssembler();
+  const rotations = await rotatedLogs(logPath).catch((err) => { throw new LogReadError(logPath, (err as Error).message, err); });
+
+  let fh: FileHandle;
+  try {
+    fh = await open(logPath, 'r');
+  } catch (err) {
+    throw new LogReadError(logPath, (err as Error).message, err);
+  }
+  const live = new LiveFile(logPath, fh);
+  try {
+    const first = splitLines(await live.readToEnd());
+    live.rest = first.rest;
+    const liveRecords = records(first.lines);
+    if (opts.tailLines !== undefined) {
+      const all = tailRecords(rotations, liveRecords, opts.tailLines);
+      const lines: LogLine[] = [];
+      for (const r of await all) {
+        const l = assembler.push(r);
+        if (l) lines.push(l);
+      }
+      for (const l of opts.tailLines === 0 ? [] : lines.slice(-opts.tailLines)) await out.line(l);
+    } else {
+      for (const f of rotations) {
+        for (const r of records(splitLines(await readWhole(f)).lines)) {
+          const l = assembler.push(r);
+          if (l) await out.line(l);
+          if (out.full) return;
+        }
+      }
+      for (const r of liveRecords) {
+        const l = assembler.push(r);
+        if (l) await out.line(l);
+        if (out.full) return;
+      }
+    }
+    if (out.full) return;
+    if (opts.follow) await follow(live, assembler, out, deps);
+    // What is left: a last line without its newline, and partial records never completed.
+    if (live.rest.length > 0) {
+      const r = parseCriRecord(live.rest);
+      const l = r && assembler.push(r);
+      if (l) await out.line(l);
+    }
+    for (const l of assembler.pending()) await out.line(l);
+  } finally {
+    await live.close();
+  }
+}
+
+/** The live file, reopened when the runtime recreates it (rotation). */
+class LiveFile {
+  pos = 0;
+  rest: Buffer = Buffer.alloc(0);
+  ino = -1;
+  #watcher?: FSWatcher;
+  #wake?: () => void;
+  #changed = false;
+
+  constructor(readonly path: string, public fh: FileHandle) {}
+
+  async init(): Promise<void> {
+    this.ino = (await this.fh.stat()).ino;
+  }
+
+  /** Bytes from pos to the end of the open file. */
+  async readToEnd(): Promise<Buffer> {
+    if (this.ino < 0) await this.init();
+    const parts: Buffer[] = [];
+    for (;;) {
+      const buf = Buffer.allocUnsafe(READ_CHUNK);
+      let n: number;
+      try {
+        ({ bytesRead: n } = await this.fh.read(buf, 0, buf.length, this.pos));
+      } catch (err) {
+        throw new LogReadError(this.path, (err as Error).message, err);
+      }
+      if (n === 0) break;
+      this.pos += n;
+      parts.push(buf.subarray(0, n));
+    }
+    return Buffer.concat(parts);
+  }
+
+  /** True when the path now names another file (the runtime reopened its log after a rotation). */
+  async recreated(): Promise<boolean> {
+    try {
+      return (await stat(this.path)).ino !== this.ino;
+    } catch {
+      return false;
+    }
+  }
+
+  async reopen(): Promise<boolean> {
+    let next: FileHandle;
+    try {
+      next = await open(this.path, 'r');
+    } catch {
+      return false;
+    }
+    await this.fh.close().catch(() => undefined);
+    this.fh = next;
+    this.pos = 0;
+    this.ino = (await next.stat()).ino;
+    // an unfinished last line of the old file is not continued in the new one
+    this.rest = Buffer.alloc(0);
+    this.unwatch();
+    return true;
+  }
+
+  /** Resolves on a change of the file, after `ms` on the clock, or on abort. */
+  wait(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+    if (!this.#watcher) {
+      try {
+        this.#watcher = watch(this.path, () => { this.#changed = true; this.#wake?.(); });
+        this.#watcher.on('error', () => this.unwatch());
+      } catch {
+        // no watch (the file is gone): the clock alone paces the reads
+      }
+    }
+    if (this.#changed) {
+      this.#changed = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        timer.cancel();
+        signal?.removeEventListener('abort', done);
+        this.#wake = undefined;
+        this.#changed = false;
+        resolve();
+      };
+      const timer = clock.setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+      this.#wake = done;
+    });
+  }
+
+  unwatch(): void {
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.unwatch();
+    await this.fh.close().catch(() => undefined);
+  }
+}
+
+async function follow(live: LiveFile, assembler: LineAssembler, out: LineWriter, deps: LogReaderDeps): Promise<void> {
+  let running = true;
+  for (;;) {
+    if (deps.signal?.aborted || out.full) return;
+    const chunk = await live.readToEnd();
+    if (chunk.length > 0) {
+      const { lines, rest } = splitLines(live.rest.length ? Buffer.concat([live.rest, chunk]) : chunk);
+      live.rest = rest;
+      for (const r of records(lines)) {
+        const l = assembler.push(r);
+        if (l) await out.line(l);
+      }
+      continue;
+    }
+    // At the end of the file: a container that has exited ends the follow here, as upstream.
+    if (!running) return;
+    if (await live.recreated()) {
+      if (await live.reopen()) continue;
+    }
+    running = await deps.isRunning();
+    // not running: read what was written up to the exit, then end at the next end of file
+    if (!running) continue;
+    await live.wait(deps.clock, LOG_FORCE_CHECK_PERIOD_MS, deps.signal);
+  }
+}

@@ -1,0 +1,191 @@
+// The CRI log reader: record parsing, partial lines, rotation order (plain and gzip), every
+// /containerLogs option, and follow through a rotation and a container exit (on a FakeClock).
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { formatTimestamp, parseCriRecord } from '../../src/logs/cri-format.js';
+import { rotatedLogs } from '../../src/logs/files.js';
+import { parseContainerLogOptions, type ContainerLogOptions } from '../../src/logs/options.js';
+import { LogOptionsError } from '../../src/logs/errors.js';
+import { readContainerLogs } from '../../src/logs/reader.js';
+import { FakeClock } from '../../src/util/clock.js';
+
+const tempDirs: string[] = [];
+after(() => { for (const d of tempDirs) rmSync(d, { recursive: true, force: true }); });
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
+const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+function ts(sec: number, nanos = '000000000'): string {
+  return `${new Date(T0 + sec * 1000).toISOString().slice(0, 19)}.${nanos}Z`;
+}
+function rec(sec: number, stream: 'stdout' | 'stderr', tag: 'P' | 'F', text: string): string {
+  return `${ts(sec)} ${stream} ${tag} ${text}\n`;
+}
+
+async function dir(): Promise<string> {
+  return tempDir('kts-logs-');
+}
+
+async function read(path: string, o: Partial<ContainerLogOptions>, clock = new FakeClock(T0 + 100_000), running = async () => false): Promise<string> {
+  const chunks: Buffer[] = [];
+  await readContainerLogs(path, { follow: false, previous: false, timestamps: false, ...o }, { write: (c) => void chunks.push(c) }, { clock, isRunning: running });
+  return Buffer.concat(chunks).toString();
+}
+
+/** A container dir with two rotations (the older gzip'd) and the live file: lines a..f. */
+async function rotatedSet(): Promise<string> {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(`${live}.20260101-120001.gz`, gzipSync(rec(1, 'stdout', 'F', 'a') + rec(2, 'stdout', 'P', 'b1') + rec(2, 'stdout', 'F', 'b2')));
+  await writeFile(`${live}.20260101-120003`, rec(3, 'stdout', 'F', 'c') + rec(4, 'stderr', 'F', 'd'));
+  // a compression in progress is no log file
+  await writeFile(`${live}.20260101-120003.tmp`, 'garbage\n');
+  await writeFile(live, rec(5, 'stdout', 'F', 'e') + rec(6, 'stdout', 'F', 'f'));
+  return live;
+}
+
+test('parses records; a line that is not CRI format is none', () => {
+  const r = parseCriRecord(Buffer.from(`${ts(1, '123456789')} stderr P hello world`))!;
+  assert.equal(r.stream, 'stderr');
+  assert.equal(r.partial, true);
+  assert.equal(r.content.toString(), 'hello world');
+  assert.equal(r.timeMs, T0 + 1123);
+  assert.equal(parseCriRecord(Buffer.from(`${ts(1)} stdout F `))!.content.toString(), '');
+  assert.equal(parseCriRecord(Buffer.from('no timestamp here')), undefined);
+  assert.equal(parseCriRecord(Buffer.from(`${ts(1)} stdin F x`)), undefined);
+});
+
+test('timestamps print as Go RFC3339Nano (trailing zeros dropped)', () => {
+  assert.equal(formatTimestamp('2026-01-01T12:00:00.123400000Z'), '2026-01-01T12:00:00.1234Z');
+  assert.equal(formatTimestamp('2026-01-01T12:00:00.000000000Z'), '2026-01-01T12:00:00Z');
+  assert.equal(formatTimestamp('2026-01-01T12:00:00.5+02:00'), '2026-01-01T12:00:00.5+02:00');
+});
+
+test('rotations are found oldest first, temporaries and strangers left out', async () => {
+  const live = await rotatedSet();
+  await writeFile(`${live}.notastamp`, '');
+  const files = await rotatedLogs(live);
+  assert.deepEqual(files.map((f) => [f.stamp, f.compressed]), [['20260101-120001', true], ['20260101-120003', false]]);
+});
+
+test('reads across rotations in order, gzip included, partial records joined', async () => {
+  const live = await rotatedSet();
+  assert.equal(await read(live, {}), 'a\nb1b2\nc\nd\ne\nf\n');
+});
+
+test('partial records join per stream, even interleaved with the other stream', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(live, rec(1, 'stdout', 'P', 'out-') + rec(1, 'stderr', 'F', 'err') + rec(2, 'stdout', 'F', 'end') + rec(3, 'stdout', 'P', 'dangling'));
+  assert.equal(await read(live, {}), 'err\nout-end\ndangling');
+});
+
+test('tailLines counts lines from the end, reaching into rotations', async () => {
+  const live = await rotatedSet();
+  assert.equal(await read(live, { tailLines: 1 }), 'f\n');
+  assert.equal(await read(live, { tailLines: 3 }), 'd\ne\nf\n');
+  // the joined line from the gzip'd rotation counts once
+  assert.equal(await read(live, { tailLines: 5 }), 'b1b2\nc\nd\ne\nf\n');
+  assert.equal(await read(live, { tailLines: 100 }), 'a\nb1b2\nc\nd\ne\nf\n');
+  assert.equal(await read(live, { tailLines: 0 }), '');
+});
+
+test('sinceTime and sinceSeconds drop older lines', async () => {
+  const live = await rotatedSet();
+  assert.equal(await read(live, { sinceTime: T0 + 4000 }), 'd\ne\nf\n');
+  // now = T0+100s: sinceSeconds 96 is T0+4s
+  assert.equal(await read(live, { sinceSeconds: 96 }), 'd\ne\nf\n');
+});
+
+test('timestamps prefix each line with its first record time; limitBytes cuts the output', async () => {
+  const live = await rotatedSet();
+  const out = await read(live, { timestamps: true, tailLines: 2 });
+  assert.equal(out, '2026-01-01T12:00:05Z e\n2026-01-01T12:00:06Z f\n');
+  assert.equal(await read(live, { limitBytes: 5 }), 'a\nb1b');
+  assert.equal(await read(live, { limitBytes: 5, timestamps: true }), '2026-');
+});
+
+test('a missing log file is an error naming it', async () => {
+  const d = await dir();
+  await assert.rejects(read(join(d, '0.log'), {}), (e: Error) => e.message.includes(join(d, '0.log')));
+});
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('follow tails the live file through a rotation and ends once the container exited and the file stopped', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(live, rec(1, 'stdout', 'F', 'one'));
+  const clock = new FakeClock(T0 + 10_000);
+  let running = true;
+  const chunks: Buffer[] = [];
+  const text = (): string => Buffer.concat(chunks).toString();
+  let ended = false;
+  const done = readContainerLogs(live, { follow: true, previous: false, timestamps: false }, { write: (c) => void chunks.push(c) }, { clock, isRunning: async () => running })
+    .finally(() => { ended = true; });
+  await until(() => text() === 'one\n', 'first line');
+  await appendFile(live, rec(2, 'stdout', 'P', 'tw'));
+  clock.step(1000);
+  await appendFile(live, rec(2, 'stdout', 'F', 'o'));
+  await until(() => { clock.step(1000); return text() === 'one\ntwo\n'; }, 'joined line');
+  // rotation: the runtime still writes the old file until it reopens, then writes a new one
+  await appendFile(live, rec(3, 'stdout', 'F', 'three'));
+  await rename(live, `${live}.20260101-120003`);
+  await writeFile(live, rec(4, 'stdout', 'F', 'four'));
+  await until(() => { clock.step(1000); return text() === 'one\ntwo\nthree\nfour\n'; }, 'lines across the rotation');
+  assert.equal(ended, false);
+  // the container exits after a last line: it is read, then the follow ends
+  await appendFile(live, rec(5, 'stdout', 'F', 'last'));
+  running = false;
+  await until(() => { clock.step(1000); return ended; }, 'end of follow');
+  await done;
+  assert.equal(text(), 'one\ntwo\nthree\nfour\nlast\n');
+  await rm(d, { recursive: true });
+});
+
+test('follow ends when the client goes away', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(live, rec(1, 'stdout', 'F', 'one'));
+  const ac = new AbortController();
+  const clock = new FakeClock(T0);
+  const done = readContainerLogs(live, { follow: true, previous: false, timestamps: false }, { write: () => undefined }, { clock, isRunning: async () => true, signal: ac.signal });
+  await new Promise((r) => setTimeout(r, 20));
+  ac.abort();
+  await done;
+});
+
+test('query options decode and validate as upstream, naming the parameter', () => {
+  const q = (s: string): ContainerLogOptions => parseContainerLogOptions(new URLSearchParams(s));
+  assert.deepEqual(q('follow=true&timestamps=1&previous=false&tailLines=10&limitBytes=5&sinceSeconds=3'), {
+    follow: true, timestamps: true, previous: false, tailLines: 10, limitBytes: 5, sinceSeconds: 3,
+  });
+  assert.equal(q('sinceTime=2026-01-01T12:00:04Z').sinceTime, T0 + 4000);
+  assert.equal(q('tail=7').tailLines, 7);
+  assert.equal(q('tail=all&tailLines=3').tailLines, undefined);
+  const bad = (s: string, param: string, status: number): void => {
+    assert.throws(() => q(s), (e: unknown) => e instanceof LogOptionsError && e.param === param && e.status === status && e.message.startsWith(param), s);
+  };
+  bad('tailLines=x', 'tailLines', 400);
+  bad('tailLines=-1', 'tailLines', 422);
+  bad('limitBytes=0', 'limitBytes', 422);
+  bad('limitBytes=1.5', 'limitBytes', 400);
+  bad('sinceSeconds=0', 'sinceSeconds', 422);
+  bad('sinceTime=yesterday', 'sinceTime', 400);
+  bad('sinceSeconds=5&sinceTime=2026-01-01T12:00:04Z', 'sinceSeconds', 422);
+  bad('tail=abc', 'tail', 400);
+});

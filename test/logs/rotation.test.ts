@@ -1,0 +1,137 @@
+// Container log rotation on a FakeClock with a runtime double: size check per monitor interval,
+// rename to `<log>.<stamp>` + ReopenContainerLog, older rotations gzip'd (newest plain), at most
+// MaxFiles kept, a failed reopen puts the log back; pod log directories of gone pods removed
+// without following symlinks.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { ContainerLogManager, cleanContainerLogs, cleanupPodLogDirs, type LogRotationRuntime } from '../../src/logs/rotation.js';
+import { readContainerLogs } from '../../src/logs/reader.js';
+import { FakeClock } from '../../src/util/clock.js';
+import { loggerDouble } from '../kubelet/doubles.js';
+
+const tempDirs: string[] = [];
+after(() => { for (const d of tempDirs) rmSync(d, { recursive: true, force: true }); });
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
+const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+const rec = (i: number): string => `2026-01-01T12:00:00.000000000Z stdout F line-${String(i).padStart(4, '0')}\n`;
+
+function runtimeDouble(logPath: string, opts: { failReopen?: () => boolean } = {}): LogRotationRuntime & { reopens: number } {
+  const r = {
+    reopens: 0,
+    listContainers: async () => [{ id: 'c1' }],
+    containerStatus: async () => ({ status: { log_path: logPath } as never }),
+    reopenContainerLog: async () => {
+      if (opts.failReopen?.()) throw new Error('runtime refused');
+      r.reopens++;
+      // the runtime creates a fresh live file
+      await writeFile(logPath, '', { flag: 'a' });
+    },
+  };
+  return r;
+}
+
+async function passes(m: ContainerLogManager, clock: FakeClock, n: number, write: () => Promise<void>): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await write();
+    clock.step(10_000);
+    await m.idle();
+  }
+}
+
+test('rotates over the size limit every monitor interval, compresses older rotations, keeps MaxFiles', async () => {
+  const d = await tempDir('kts-rot-');
+  const log = join(d, '0.log');
+  await writeFile(log, '');
+  const clock = new FakeClock(T0);
+  const runtime = runtimeDouble(log);
+  const m = new ContainerLogManager({ runtime, clock, log: loggerDouble(), maxSizeBytes: 100, maxFiles: 3, monitorIntervalMs: 10_000, maxWorkers: 1 });
+  m.start();
+  let n = 0;
+  const writeOver = async (): Promise<void> => { for (let i = 0; i < 3; i++) await writeFile(log, rec(n++), { flag: 'a' }); };
+  // under the limit: nothing happens
+  await writeFile(log, rec(n++), { flag: 'a' });
+  clock.step(10_000);
+  await m.idle();
+  assert.deepEqual(await readdir(d), ['0.log']);
+  // one pass over: the live file becomes the newest (plain) rotation
+  await passes(m, clock, 1, writeOver);
+  assert.deepEqual((await readdir(d)).sort(), ['0.log', '0.log.20260101-120020']);
+  assert.equal(runtime.reopens, 1);
+  assert.equal((await stat(log)).size, 0);
+  // more passes: older rotations compressed, at most 3 files in all
+  await passes(m, clock, 3, writeOver);
+  assert.deepEqual((await readdir(d)).sort(), ['0.log', '0.log.20260101-120040.gz', '0.log.20260101-120050']);
+  // the gzip'd rotation holds its lines intact
+  const gz = gunzipSync(await readFile(join(d, '0.log.20260101-120040.gz'))).toString();
+  assert.equal(gz.split('\n').filter(Boolean).length, 3);
+  assert.match(gz, /^(\S+ stdout F line-\d{4}\n){3}$/);
+  // the reader still finds every kept line in order across them
+  const chunks: Buffer[] = [];
+  await readContainerLogs(log, { follow: false, previous: false, timestamps: false }, { write: (c) => void chunks.push(c) }, { clock, isRunning: async () => false });
+  const lines = Buffer.concat(chunks).toString().trim().split('\n');
+  assert.deepEqual(lines, [...lines].sort());
+  assert.equal(lines.at(-1), `line-${String(n - 1).padStart(4, '0')}`);
+  m.stop();
+  assert.equal(clock.pendingTimers(), 0);
+});
+
+test('a failed reopen renames the rotation back; leftovers of an interrupted compression are removed', async () => {
+  const d = await tempDir('kts-rot-');
+  const log = join(d, '0.log');
+  await writeFile(log, rec(1).repeat(5));
+  await writeFile(`${log}.20260101-110000`, 'x');
+  await writeFile(`${log}.20260101-110000.gz`, 'y');
+  await writeFile(`${log}.20260101-100000.tmp`, 'z');
+  const clock = new FakeClock(T0);
+  let fail = true;
+  const runtime = runtimeDouble(log, { failReopen: () => fail });
+  const m = new ContainerLogManager({ runtime, clock, log: loggerDouble(), maxSizeBytes: 10, maxFiles: 5, monitorIntervalMs: 10_000, maxWorkers: 2 });
+  await m.rotateLogs();
+  assert.deepEqual((await readdir(d)).sort(), ['0.log', '0.log.20260101-110000.gz']);
+  assert.equal((await stat(log)).size, rec(1).length * 5);
+  fail = false;
+  await m.rotateLogs();
+  assert.deepEqual((await readdir(d)).sort(), ['0.log', '0.log.20260101-110000.gz', '0.log.20260101-120000']);
+});
+
+test('a missing live log is reopened, not rotated', async () => {
+  const d = await tempDir('kts-rot-');
+  const log = join(d, '0.log');
+  const runtime = runtimeDouble(log);
+  const m = new ContainerLogManager({ runtime, clock: new FakeClock(T0), log: loggerDouble(), maxSizeBytes: 10, maxFiles: 5, monitorIntervalMs: 10_000, maxWorkers: 1 });
+  await m.rotateLogs();
+  assert.equal(runtime.reopens, 1);
+  assert.deepEqual(await readdir(d), ['0.log']);
+});
+
+test('pod log directories of gone pods are removed; symlinks and live pods are left', async () => {
+  const root = await tempDir('kts-podlogs-');
+  const outside = await tempDir('kts-outside-');
+  await writeFile(join(outside, 'keep'), 'precious');
+  await mkdir(join(root, 'ns_live_uid-live', 'app'), { recursive: true });
+  await mkdir(join(root, 'ns_gone_uid-gone', 'app'), { recursive: true });
+  await writeFile(join(root, 'ns_gone_uid-gone', 'app', '0.log'), 'x');
+  await symlink(outside, join(root, 'ns_link_uid-link'));
+  const removed = await cleanupPodLogDirs(root, (uid) => uid !== 'uid-live');
+  assert.deepEqual(removed, [join(root, 'ns_gone_uid-gone')]);
+  assert.deepEqual((await readdir(root)).sort(), ['ns_link_uid-link', 'ns_live_uid-live']);
+  assert.equal(await readFile(join(outside, 'keep'), 'utf8'), 'precious');
+  assert.deepEqual(await cleanupPodLogDirs(join(root, 'absent'), () => true), []);
+});
+
+test('a removed container takes its live log and every rotation with it, not its siblings', async () => {
+  const d = await tempDir('kts-rot-');
+  for (const n of ['0.log', '0.log.20260101-110000.gz', '0.log.20260101-120000', '0.log.20260101-120000.tmp', '1.log', '10.log']) await writeFile(join(d, n), 'x');
+  await cleanContainerLogs(join(d, '0.log'));
+  assert.deepEqual((await readdir(d)).sort(), ['1.log', '10.log']);
+});
