@@ -18,7 +18,8 @@ import type { PodCache } from '../pleg/cache.js';
 import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
-import type { ManifestError } from '../sources/errors.js';
+import type { ApiPodError, ManifestError } from '../sources/errors.js';
+import type { RestClient } from '../client/rest.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
@@ -42,7 +43,7 @@ export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' |
 export type KubeletPleg = Pick<Pleg, 'pleg' | 'close'>;
 
 /** The merged pod sources. */
-export type PodSources = Pick<PodConfig, 'startFileSource' | 'startUrlSource' | 'seenAllSources' | 'stop'>;
+export type PodSources = Pick<PodConfig, 'startFileSource' | 'startUrlSource' | 'seenAllSources' | 'stop'> & Partial<Pick<PodConfig, 'startApiSource'>>;
 
 export interface RuntimeHooks {
   /** Creates the pod's cgroup and returns its name. */
@@ -67,9 +68,11 @@ export interface KubeletDependencies {
   pleg(o: { runtime: KubeletRuntime; cache: PodCache; emit: (e: PodLifecycleEvent) => boolean }): KubeletPleg;
   /** Undefined: no OOM watcher. */
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
-  podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+  podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void; onApiPodError?: (e: ApiPodError) => void }): PodSources;
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
+  /** The API server client (--kubeconfig). Undefined: standalone, static pods only. */
+  apiClient?: RestClient;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
@@ -135,7 +138,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       };
     },
     probeRunner: () => createProbeRunner({ cri }),
-    podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
+    podSources: ({ onUpdate, onError, onApiPodError }) => new PodConfig({ nodeName, onUpdate, onError, ...(onApiPodError ? { onApiPodError } : {}), log: (msg) => log.info(msg), clock }),
   };
 }
 
