@@ -73,6 +73,8 @@ export interface KubeletDependencies {
   probeRunner?(): ProbeRunner;
   /** The API server client (--kubeconfig). Undefined: standalone, static pods only. */
   apiClient?: RestClient;
+  /** Delay before a batch of pod status patches (0: batching off). Default the status manager's. */
+  statusBatchDelayMs?: number;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */

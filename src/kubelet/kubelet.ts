@@ -2,13 +2,15 @@
 // the main thread. Pod sources, PLEG events, the resync tick and housekeeping all arrive here
 // and are dispatched to the per-pod workers; nothing in the loop itself waits on I/O.
 
-import { hostname } from 'node:os';
+import { arch, cpus, hostname } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
-import type { ManifestError } from '../sources/errors.js';
+import { parseQuantity } from '../api/quantity.js';
+import type { ApiPodError, ManifestError } from '../sources/errors.js';
+import { isStaticPod } from '../sources/static-pod.js';
 import { StatusManager } from '../status/status-manager.js';
 import { oomEventRecord, type OomEvent } from '../oom/index.js';
 import type { Registry } from '../metrics/registry.js';
@@ -17,7 +19,9 @@ import type { ProbeRunner } from '../prober/types.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, PodCgroups, PodSources } from './dependencies.js';
+import { canAdmitPod, type AdmissionNode, type Taint } from './admission.js';
 import { KubeletStartError } from './errors.js';
+import { MirrorPods } from './mirror-pods.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
@@ -54,7 +58,9 @@ export class Kubelet {
   readonly log: Logger;
   readonly cri: KubeletCri;
   readonly podManager = new PodManager();
-  readonly statusManager = new StatusManager();
+  readonly statusManager: StatusManager;
+  /** Mirror pods of static pods in the API (undefined standalone). */
+  readonly mirrorPods?: MirrorPods;
   readonly cache = new PodCache();
   readonly workQueue: WorkQueue;
   /** The kubelet's Prometheus registry (served at /metrics). */
@@ -62,7 +68,7 @@ export class Kubelet {
   readonly events: EventRecorder;
   readonly hostIPs: string[];
   readonly memoryCapacityBytes: number;
-  readonly manifestErrors: ManifestError[] = [];
+  readonly manifestErrors: (ManifestError | ApiPodError)[] = [];
   /** The prober (undefined when the dependencies give no probe runner). */
   readonly probes?: ProbeManager;
 
@@ -81,6 +87,9 @@ export class Kubelet {
   private running = false;
   private stopping?: Promise<void>;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
+  /** The Node as last read from the API (labels, taints, allocatable for admission), and when. */
+  private apiNode?: { node: { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string> } }; at: number };
+  private apiNodeFetch?: Promise<void>;
 
   constructor(opts: KubeletOptions) {
     const { deps } = opts;
@@ -97,6 +106,25 @@ export class Kubelet {
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
+    const apiClient = deps.apiClient;
+    if (apiClient) {
+      this.mirrorPods = new MirrorPods({
+        client: apiClient,
+        nodeName: this.nodeName,
+        log: this.log,
+        staticPods: () => this.podManager.getPods().filter((p) => isStaticPod(p) && !this.podWorkers.isTerminationRequested(p.metadata.uid!)),
+      });
+    }
+    const mirrorPods = this.mirrorPods;
+    this.statusManager = new StatusManager({
+      client: apiClient,
+      clock: this.clock,
+      log: this.log,
+      getPod: (uid) => this.podManager.getPodByUID(uid),
+      isStatic: (pod) => isStaticPod(pod),
+      mirrorPodOf: (pod) => mirrorPods?.mirrorPodOf(pod),
+      ...(deps.statusBatchDelayMs !== undefined ? { batchDelayMs: deps.statusBatchDelayMs } : {}),
+    });
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
     this.probeRunner = deps.probeRunner?.();
     if (this.probeRunner) {
@@ -154,9 +182,11 @@ export class Kubelet {
           probes?.stopLivenessAndStartup(pod);
           return this.syncer.syncTerminatingPod(pod, status, grace);
         },
-        syncTerminatedPod: (pod, status, removed) => {
+        syncTerminatedPod: async (pod, status, removed) => {
           probes?.removePod(pod);
-          return this.syncer.syncTerminatedPod(pod, status, removed);
+          await this.syncer.syncTerminatedPod(pod, status, removed);
+          // Deleted in the API and its containers gone: the final delete (upstream's canBeDeleted).
+          this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
         },
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
@@ -169,6 +199,13 @@ export class Kubelet {
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
       onContainerRemoved: (id) => this.oom?.unwatch(id),
+      admitPod: (pod, others) => canAdmitPod(pod, others, this.admissionNode(), isStaticPod(pod)),
+      podStatus: (uid) => this.statusManager.getPodStatus(uid),
+      rejectPod: (pod, reason, message, status) => {
+        this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
+        this.statusManager.setPodStatus(pod, status);
+      },
+      onPodsChanged: () => void this.mirrorPods?.reconcile(),
     });
   }
 
@@ -197,9 +234,15 @@ export class Kubelet {
     this.podConfig = this.deps.podSources({
       onUpdate: (u) => this.syncLoop.handlePodUpdate(u),
       onError: (e) => this.handleManifestError(e),
+      onApiPodError: (e) => this.handleManifestError(e),
     });
     if (config.staticPodPath) this.podConfig.startFileSource(config.staticPodPath, config.fileCheckFrequency);
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
+    if (this.deps.apiClient) {
+      if (!this.podConfig.startApiSource) throw new KubeletStartError('the pod sources cannot watch the API server');
+      void this.refreshApiNode();
+      this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => this.mirrorPods?.setMirrorPods(pods), logger: this.log });
+    }
 
     // The syncLoop's tick is what keeps the process alive until it is stopped (as upstream's
     // syncLoop blocks main); every other timer is unref'd.
@@ -223,6 +266,7 @@ export class Kubelet {
     for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
     this.podWorkers.stop();
+    this.statusManager.stop();
     this.plegs?.close();
     this.oom?.stop();
     this.probes?.stop();
@@ -244,7 +288,7 @@ export class Kubelet {
     return this.timers.size;
   }
 
-  private handleManifestError(e: ManifestError): void {
+  private handleManifestError(e: ManifestError | ApiPodError): void {
     this.manifestErrors.push(e);
     if (this.manifestErrors.length > 100) this.manifestErrors.shift();
     this.log.error('Invalid pod manifest; skipping it', { location: e.location, field: e.field, err: e.message });
@@ -252,6 +296,7 @@ export class Kubelet {
 
   private housekeeping(): Promise<void> {
     this.syncLoop.lastIteration = this.clock.now();
+    void this.mirrorPods?.reconcile();
     this.probes?.cleanupPods(this.podManager.uids());
     return handleHousekeeping({
       log: this.log,
@@ -303,6 +348,42 @@ export class Kubelet {
       // Let the pod's worker see the container's end promptly.
       if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
     }
+  }
+
+  /**
+   * The node as admission sees it: the API's Node when read (labels, taints, allocatable),
+   * else what this machine has (maxPods, its CPUs and memory, upstream's default labels).
+   */
+  admissionNode(): AdmissionNode {
+    if (this.deps.apiClient && (!this.apiNode || this.clock.now() - this.apiNode.at > ADMISSION_NODE_TTL_MS)) void this.refreshApiNode();
+    const n = this.apiNode?.node;
+    const alloc = n?.status?.allocatable ?? {};
+    const parse = (k: string, milli = false): number | undefined => {
+      if (alloc[k] === undefined) return undefined;
+      try { const q = parseQuantity(alloc[k]!); return milli ? q.milliValue() : q.value(); } catch { return undefined; }
+    };
+    return {
+      name: this.nodeName,
+      labels: n?.metadata?.labels ?? { 'kubernetes.io/hostname': this.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch() },
+      taints: n?.spec?.taints ?? [],
+      allocatable: {
+        pods: parse('pods') ?? this.config.maxPods,
+        cpu: parse('cpu', true) ?? cpus().length * 1000,
+        memory: parse('memory') ?? this.memoryCapacityBytes,
+        ...(parse('ephemeral-storage') !== undefined ? { 'ephemeral-storage': parse('ephemeral-storage') } : {}),
+      },
+    };
+  }
+
+  private refreshApiNode(): Promise<void> {
+    const client = this.deps.apiClient;
+    if (!client) return Promise.resolve();
+    this.apiNodeFetch ??= client.get(`/api/v1/nodes/${encodeURIComponent(this.nodeName)}`, { maxRetries: 0 })
+      .then((node) => { this.apiNode = { node, at: this.clock.now() }; })
+      // Not registered yet, or the API is away: admission uses this machine's own figures.
+      .catch(() => { if (this.apiNode) this.apiNode.at = this.clock.now(); })
+      .finally(() => { this.apiNodeFetch = undefined; });
+    return this.apiNodeFetch;
   }
 
   // ---- what the servers read ----
@@ -358,6 +439,15 @@ export class Kubelet {
     };
     arm();
   }
+}
+
+/** How long a Node read for admission is used before it is read again (on the next admission). */
+const ADMISSION_NODE_TTL_MS = 10_000;
+
+/** Go's GOARCH for this machine (the kubernetes.io/arch label). */
+function goArch(): string {
+  const a = arch();
+  return a === 'x64' ? 'amd64' : a === 'ia32' ? '386' : a;
 }
 
 /** upstream: the node name is --hostname-override or the host name, lower-cased. */
