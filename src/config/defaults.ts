@@ -57,6 +57,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     cgroupRoot: '',
     cgroupsPerQOS: true,
     cgroupDriver: 'cgroupfs',
+    configMapAndSecretChangeDetectionStrategy: 'Watch',
     runtimeRequestTimeout: 2 * MINUTE,
     maxPods: 110,
     podPidsLimit: -1,

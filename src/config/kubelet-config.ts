@@ -87,6 +87,8 @@ export interface KubeletConfig {
   cgroupsPerQOS: boolean;
   /** Default cgroupfs. */
   cgroupDriver: CgroupDriver;
+  /** How ConfigMaps and Secrets for pods are read: Watch (default), Cache (TTL) or Get. */
+  configMapAndSecretChangeDetectionStrategy: 'Watch' | 'Cache' | 'Get';
   /** ms, timeout of CRI calls except long-running ones. Default 2m. */
   runtimeRequestTimeout: number;
   /** Default 110. */

@@ -204,6 +204,7 @@ export function resolveKubeletConfig(
   c.cgroupRoot = orUnset(r.str('cgroupRoot'), c.cgroupRoot);
   c.cgroupsPerQOS = orUnset(r.bool('cgroupsPerQOS'), c.cgroupsPerQOS);
   c.cgroupDriver = orDefault(r.str('cgroupDriver'), c.cgroupDriver) as CgroupDriver;
+  c.configMapAndSecretChangeDetectionStrategy = orDefault(r.str('configMapAndSecretChangeDetectionStrategy'), c.configMapAndSecretChangeDetectionStrategy) as KubeletConfig['configMapAndSecretChangeDetectionStrategy'];
   c.runtimeRequestTimeout = orDefault(r.duration('runtimeRequestTimeout'), c.runtimeRequestTimeout);
   c.maxPods = orDefault(r.int('maxPods'), c.maxPods);
   // Upstream: unset or negative → -1 (the node allocatable pid limit applies).

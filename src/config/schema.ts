@@ -61,6 +61,7 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   cgroupsPerQOS: 'not-implemented',
   // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.
   cgroupDriver: 'not-implemented',
+  configMapAndSecretChangeDetectionStrategy: 'implemented',
   maxPods: 'implemented',
   podPidsLimit: 'implemented',
   systemReserved: 'not-implemented',

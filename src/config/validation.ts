@@ -150,6 +150,9 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   } else if (c.cgroupDriver !== 'cgroupfs') {
     bad('cgroupDriver', `must be "cgroupfs" or "systemd", got ${showValue(c.cgroupDriver)}`);
   }
+  if (!['Watch', 'Cache', 'Get'].includes(c.configMapAndSecretChangeDetectionStrategy)) {
+    bad('configMapAndSecretChangeDetectionStrategy', `must be "Get", "Cache" or "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
+  }
   for (const name of Object.keys(c.featureGates)) {
     if (!KNOWN_FEATURE_GATES.has(name)) bad(`featureGates[${name}]`, unrecognizedFeatureGate(name));
   }

@@ -22,6 +22,7 @@ import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, P
 import { canAdmitPod, type AdmissionNode, type Taint } from './admission.js';
 import { KubeletStartError } from './errors.js';
 import { MirrorPods } from './mirror-pods.js';
+import { ObjectManager } from './configmap-secret.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
@@ -61,6 +62,8 @@ export class Kubelet {
   readonly statusManager: StatusManager;
   /** Mirror pods of static pods in the API (undefined standalone). */
   readonly mirrorPods?: MirrorPods;
+  /** ConfigMaps and Secrets for env and envFrom from the API (undefined standalone). */
+  readonly objects?: ObjectManager;
   readonly cache = new PodCache();
   readonly workQueue: WorkQueue;
   /** The kubelet's Prometheus registry (served at /metrics). */
@@ -116,6 +119,9 @@ export class Kubelet {
       });
     }
     const mirrorPods = this.mirrorPods;
+    if (apiClient) {
+      this.objects = new ObjectManager({ client: apiClient, clock: this.clock, log: this.log, strategy: this.config.configMapAndSecretChangeDetectionStrategy });
+    }
     this.statusManager = new StatusManager({
       client: apiClient,
       clock: this.clock,
@@ -168,6 +174,7 @@ export class Kubelet {
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
+      ...(this.objects ? { objects: this.objects } : {}),
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,
@@ -267,6 +274,7 @@ export class Kubelet {
     this.timers.clear();
     this.podWorkers.stop();
     this.statusManager.stop();
+    this.objects?.stop();
     this.plegs?.close();
     this.oom?.stop();
     this.probes?.stop();

@@ -23,6 +23,7 @@ import { podDir } from '../util/safe-path.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import { PodStillRunningError, PodSyncError } from './errors.js';
 import { activeDeadlineLeftMs, DeadlineExceededMessage, DeadlineExceededReason } from './admission.js';
+import type { ObjectManager } from './configmap-secret.js';
 import type { PodManager } from './pod-manager.js';
 import type { WorkQueue } from './work-queue.js';
 
@@ -50,6 +51,8 @@ export interface PodSyncerOptions {
   clusterDomain?: string;
   /** Records an event about the pod (FailedMount). */
   recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** ConfigMaps and Secrets from the API for env and envFrom (undefined standalone: none exist). */
+  objects?: ObjectManager;
   /** The prober's readiness and startup results for the status (container ID → passed). */
   probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
 }
@@ -145,6 +148,12 @@ export class PodSyncer {
       extras.containerMounts = (c, envs, podIPs) => podContainerMounts({ pod, container: c, volumes: podVolumes, envs, podIPs, podDir: dir, clusterDomain: clusterDomain ?? '' });
     }
     if (dns) extras.dns = await dns.podDNS(pod);
+    const objects = this.opts.objects;
+    if (objects) {
+      await objects.prefetch(pod);
+      extras.getConfigMap = objects.lookup('configmaps');
+      extras.getSecret = objects.lookup('secrets');
+    }
     return extras;
   }
 
@@ -187,6 +196,7 @@ export class PodSyncer {
       await runtime.removePod(fresh);
       for (const c of fresh.containerStatuses) this.opts.oom?.unwatch(c.id);
       statusManager.deletePodStatus(uid);
+      this.opts.objects?.unregisterPod(uid);
       this.reasonCache.delete(uid);
       // mounts under the pod dir first: rm must never descend into a live tmpfs or bind mount
       await this.opts.volumes?.unmountPod(uid);
