@@ -58,7 +58,8 @@ describe('kubelet-ts command line', () => {
     const line = (flag: string): string => r.stdout.split('\n').find((l) => l.includes(`--${flag} `)) ?? '';
     assert.match(line('kubeconfig'), /NOT IMPLEMENTED/);
     assert.doesNotMatch(line('kubeconfig'), /enables API server mode/);
-    assert.match(line('max-pods'), /NOT IMPLEMENTED/);
+    assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.doesNotMatch(line('max-pods'), /NOT IMPLEMENTED/);
     assert.match(line('cgroup-driver'), /only cgroupfs/);
     assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);
   });
