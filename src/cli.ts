@@ -13,6 +13,9 @@ import { metricsHandler } from './server/server.js';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
+import { loadKubeconfig, RestClient } from './client/index.js';
+import { CONTENT_TYPE_PROTOBUF, type KubeletConfig, type KubeletFlags } from './config/index.js';
+import type { Logger } from './util/log.js';
 
 /** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
@@ -49,9 +52,19 @@ export async function main(argv: string[]): Promise<number> {
     });
   }
 
+  let apiClient: RestClient | undefined;
+  try {
+    apiClient = apiClientFrom(config, flags, log);
+  } catch (err) {
+    // A kubeconfig error names the file and the field.
+    log.error('Failed to load the kubeconfig', { err: (err as Error).message });
+    return 1;
+  }
+
   let deps;
   try {
     deps = await buildDependencies(config, flags, nodeNameFrom(flags.hostnameOverride), log);
+    if (apiClient) deps = { ...deps, apiClient };
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     return 1;
@@ -100,6 +113,20 @@ export async function main(argv: string[]): Promise<number> {
     stats.stop();
     await Promise.all([kubelet.stop(), server.stop()]);
   }, log);
+}
+
+/**
+ * The one API server client of the kubelet (--kubeconfig), limited to kubeAPIQPS/kubeAPIBurst;
+ * undefined without --kubeconfig (standalone: static pods only). Throws KubeconfigError.
+ */
+export function apiClientFrom(config: Pick<KubeletConfig, 'kubeAPIQPS' | 'kubeAPIBurst' | 'contentType'>, flags: Pick<KubeletFlags, 'kubeconfig'>, log: Logger): RestClient | undefined {
+  if (flags.kubeconfig === undefined) return undefined;
+  const rest = loadKubeconfig(flags.kubeconfig);
+  // kubelet-ts encodes only JSON, which every API server accepts for every kind.
+  if (config.contentType === CONTENT_TYPE_PROTOBUF) log.v(2).info('Talking JSON to the API server (protobuf is not spoken by kubelet-ts)', { contentType: config.contentType });
+  log.info('Using the API server', { server: rest.server, kubeconfig: rest.source, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst });
+  // kubeAPIQPS 0 means no client-side limit (RestClient: qps <= 0).
+  return new RestClient(rest, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, userAgent: 'kubelet-ts' });
 }
 
 /**

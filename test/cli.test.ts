@@ -39,6 +39,22 @@ describe('kubelet-ts command line', () => {
     assert.doesNotMatch(r.stderr, /Started kubelet/);
   });
 
+  it('exits non-zero on a bad kubeconfig before starting anything, naming the file and the field', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-cli-'));
+    const file = join(dir, 'kubelet.kubeconfig');
+    await writeFile(file, [
+      'apiVersion: v1', 'kind: Config', 'current-context: c',
+      'contexts: [{name: c, context: {cluster: k, user: u}}]',
+      'clusters: [{name: k, cluster: {server: "ftp://example.invalid"}}]',
+      'users: [{name: u, user: {token: t}}]', '',
+    ].join('\n'));
+    const r = await cli(['--kubeconfig', file, '--container-runtime-endpoint', `unix://${dir}/none.sock`, '--root-dir', dir]);
+    await rm(dir, { recursive: true, force: true });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /kubelet\.kubeconfig: clusters\[name=k\]\.cluster\.server: scheme ftp: is not http or https/);
+    assert.doesNotMatch(r.stderr, /Started kubelet/);
+  });
+
   it('exits non-zero on an unknown flag, naming it', async () => {
     const r = await cli(['--no-such-flag=1']);
     assert.equal(r.code, 1);
@@ -52,14 +68,15 @@ describe('kubelet-ts command line', () => {
     assert.match(r.stdout, /--container-runtime-endpoint/);
   });
 
-  it('--help says --kubeconfig is not implemented, and marks each not-implemented flag', async () => {
+  it('--help says what --kubeconfig does, and marks each not-implemented flag', async () => {
     const r = await cli(['--help']);
     assert.equal(r.code, 0);
     const line = (flag: string): string => r.stdout.split('\n').find((l) => l.includes(`--${flag} `)) ?? '';
-    assert.match(line('kubeconfig'), /NOT IMPLEMENTED/);
-    assert.doesNotMatch(line('kubeconfig'), /enables API server mode/);
-    assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.doesNotMatch(line('kubeconfig'), /NOT IMPLEMENTED/);
+    assert.match(line('kubeconfig'), /enables API server mode/);
+    assert.match(line('node-labels'), /key=value/);
     assert.doesNotMatch(line('max-pods'), /NOT IMPLEMENTED/);
+    assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
     assert.match(line('cgroup-driver'), /only cgroupfs/);
     assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);
   });

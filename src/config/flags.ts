@@ -27,6 +27,8 @@ export interface KubeletFlags {
   hostnameOverride?: string;
   /** --node-ip: one IP, or two (IPv4 and IPv6) for dual-stack; [] = auto-detect. */
   nodeIP: string[];
+  /** --node-labels: labels to add when registering the node. */
+  nodeLabels?: Record<string, string>;
   /** -v / --v: log verbosity. Default 0. */
   verbosity: number;
   /** -h / --help was given: print usage() and exit. */
@@ -53,7 +55,9 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'config', kind: 'string', flagField: 'configFile', notDeprecated: true,
     help: 'The kubelet loads its initial configuration from this file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1). Relative paths start at the current directory. Omit it to use the built-in defaults. Flags override the file.' },
   { name: 'kubeconfig', kind: 'string', flagField: 'kubeconfig', notDeprecated: true,
-    help: 'Path to a kubeconfig file saying how to connect to the API server. NOT IMPLEMENTED by kubelet-ts yet: it is reported at start-up and ignored, and kubelet-ts runs standalone (static pods only).' },
+    help: 'Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode (node registration, lease, node status, events); omitting it runs standalone (static pods only).' },
+  { name: 'node-labels', kind: 'string', flagField: 'nodeLabels', notDeprecated: true,
+    help: 'Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by \',\'.' },
   { name: 'root-dir', kind: 'string', flagField: 'rootDir', defaultText: '/var/lib/kubelet', notDeprecated: true,
     help: 'Directory path for managing kubelet files (volume mounts, etc).' },
   { name: 'hostname-override', kind: 'string', flagField: 'hostnameOverride', notDeprecated: true,
@@ -119,6 +123,26 @@ export interface ParsedFlags {
 
 function flagError(name: string, detail: string): ConfigError {
   return new ConfigError(name, detail);
+}
+
+const LABEL_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** --node-labels: `k=v,k2=v2`, each a valid label key and value. */
+function parseNodeLabels(display: string, value: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of value.split(',')) {
+    const item = raw.trim();
+    if (item === '') continue;
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${JSON.stringify(item)} is not key=value`);
+    const k = item.slice(0, eq).trim();
+    const v = item.slice(eq + 1).trim();
+    if (!LABEL_NAME.test(k) || k.length > 316) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${JSON.stringify(k)} is not a valid label key`);
+    if (!LABEL_VALUE.test(v)) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${JSON.stringify(v)} is not a valid label value`);
+    Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }
 
 /** Go's strconv.ParseBool. */
@@ -206,6 +230,8 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
       }
       if (ips.length > 2) throw flagError(display, `invalid argument ${JSON.stringify(value)}: at most two IPs (dual-stack) may be given`);
       flags.nodeIP = ips;
+    } else if (spec.flagField === 'nodeLabels') {
+      flags.nodeLabels = { ...flags.nodeLabels, ...parseNodeLabels(display, String(v)) };
     } else if (spec.flagField !== undefined) {
       (flags as unknown as Record<string, unknown>)[spec.flagField] = v;
     }

@@ -11,6 +11,8 @@ export {
 } from './duration.js';
 export {
   type CgroupDriver,
+  CONTENT_TYPE_JSON,
+  CONTENT_TYPE_PROTOBUF,
   KUBELET_CONFIG_API_VERSION,
   KUBELET_CONFIG_KIND,
   type KubeletAuthorizationMode,
@@ -18,6 +20,7 @@ export {
   OOM_WATCHER_MODES,
   type OomWatcherMode,
   type RawKubeletConfiguration,
+  type RegisterTaint,
   STATS_BACKENDS,
   type StatsBackend,
 } from './kubelet-config.js';

@@ -14,6 +14,16 @@ export const STATS_BACKENDS: readonly StatsBackend[] = ['native', 'fs', 'cri'];
 export type OomWatcherMode = 'auto' | 'ebpf' | 'cgroup' | 'kmsg' | 'off';
 export const OOM_WATCHER_MODES: readonly OomWatcherMode[] = ['auto', 'ebpf', 'cgroup', 'kmsg', 'off'];
 
+/** A core/v1 Taint as registerWithTaints holds it. */
+export interface RegisterTaint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export const CONTENT_TYPE_JSON = 'application/json';
+export const CONTENT_TYPE_PROTOBUF = 'application/vnd.kubernetes.protobuf';
+
 export type CgroupDriver = 'cgroupfs' | 'systemd';
 export type KubeletAuthorizationMode = 'AlwaysAllow' | 'Webhook';
 
@@ -74,6 +84,14 @@ export interface KubeletConfig {
   nodeStatusReportFrequency: number;
   /** Seconds, the node Lease duration. Default 40. */
   nodeLeaseDurationSeconds: number;
+  /** Most images reported in the node status; -1 = all. Default 50. */
+  nodeStatusMaxImages: number;
+  /** API server requests per second (client-side limit); 0 = no limit. Default 50. */
+  kubeAPIQPS: number;
+  /** API server request burst. Default 100. */
+  kubeAPIBurst: number;
+  /** Content type of requests to the API server. Default application/vnd.kubernetes.protobuf. */
+  contentType: string;
   /** ms, minimum age of an unused image before GC. Default 2m. */
   imageMinimumGCAge: number;
   /** Percent 0..100. Default 85. */
@@ -129,6 +147,8 @@ export interface KubeletConfig {
   enforceNodeAllocatable: string[];
   /** Default true. */
   registerNode: boolean;
+  /** Taints the Node is registered with (only at registration, as upstream). */
+  registerWithTaints: RegisterTaint[];
   /** ms; 0 = graceful node shutdown disabled. Default 0. */
   shutdownGracePeriod: number;
   /** ms. Default 0. */

@@ -13,7 +13,7 @@ import { featureGateWarnings } from './feature-gates.js';
 import { applyFlagOverrides, type KubeletFlags, parseKubeletFlags } from './flags.js';
 import type { KubeletConfig } from './kubelet-config.js';
 import { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
-import { notImplementedMessage, notImplementedWarnings } from './schema.js';
+import { notImplementedWarnings } from './schema.js';
 import { validateKubeletConfig } from './validation.js';
 
 export type ReadFileFn = (path: string, encoding: 'utf8') => Promise<string>;
@@ -79,8 +79,5 @@ export async function loadConfig(
   validateKubeletConfig(config, file);
 
   warnings.push(...notImplementedWarnings(config, baseline), ...featureGateWarnings(config.featureGates));
-  if (flags.kubeconfig !== undefined) {
-    warnings.push(`${notImplementedMessage('flag --kubeconfig (API server mode)')} (kubelet-ts runs standalone)`);
-  }
   return { config, flags, warnings };
 }

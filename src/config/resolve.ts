@@ -14,6 +14,7 @@ import type {
   KubeletConfig,
   OomWatcherMode,
   RawKubeletConfiguration,
+  RegisterTaint,
   StatsBackend,
 } from './kubelet-config.js';
 
@@ -95,6 +96,25 @@ class RawReader {
       Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
     }
     return out;
+  }
+
+  /** A list of core/v1 Taints (key, value, effect). */
+  taints(path: string): RegisterTaint[] | undefined {
+    const v = this.get(path);
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v)) this.fail(path, `expected a list of taints, got ${showValue(v)}`);
+    return v.map((item, i) => {
+      const at = `${path}[${i}]`;
+      if (!isPlainObject(item)) this.fail(at, `expected a taint {key, value, effect}, got ${showValue(item)}`);
+      for (const k of Object.keys(item)) if (!['key', 'value', 'effect', 'timeAdded'].includes(k)) this.fail(`${at}.${k}`, 'unknown field');
+      const { key, value, effect } = item;
+      if (typeof key !== 'string' || key === '') this.fail(`${at}.key`, `expected a non-empty string, got ${showValue(key)}`);
+      if (value !== undefined && value !== null && typeof value !== 'string') this.fail(`${at}.value`, `expected a string, got ${showValue(value)}`);
+      if (effect !== 'NoSchedule' && effect !== 'PreferNoSchedule' && effect !== 'NoExecute') {
+        this.fail(`${at}.effect`, `must be NoSchedule, PreferNoSchedule or NoExecute, got ${showValue(effect)}`);
+      }
+      return typeof value === 'string' && value !== '' ? { key, value, effect } : { key, effect };
+    });
   }
 
   strMap(path: string): Record<string, string> | undefined {
@@ -197,6 +217,10 @@ export function resolveKubeletConfig(
   c.nodeStatusReportFrequency = orDefault(reportFreq, orDefault(updateFreq, c.nodeStatusReportFrequency));
   c.nodeStatusUpdateFrequency = orDefault(updateFreq, c.nodeStatusUpdateFrequency);
   c.nodeLeaseDurationSeconds = orDefault(r.int('nodeLeaseDurationSeconds'), c.nodeLeaseDurationSeconds);
+  c.nodeStatusMaxImages = orUnset(r.int('nodeStatusMaxImages'), c.nodeStatusMaxImages);
+  c.kubeAPIQPS = orUnset(r.int('kubeAPIQPS'), c.kubeAPIQPS);
+  c.kubeAPIBurst = orDefault(r.int('kubeAPIBurst'), c.kubeAPIBurst);
+  c.contentType = orDefault(r.str('contentType'), c.contentType);
   c.imageMinimumGCAge = orDefault(r.duration('imageMinimumGCAge'), c.imageMinimumGCAge);
   c.imageGCHighThresholdPercent = orUnset(r.int('imageGCHighThresholdPercent'), c.imageGCHighThresholdPercent);
   c.imageGCLowThresholdPercent = orUnset(r.int('imageGCLowThresholdPercent'), c.imageGCLowThresholdPercent);
@@ -245,6 +269,7 @@ export function resolveKubeletConfig(
   c.kubeReservedCgroup = orUnset(r.str('kubeReservedCgroup'), c.kubeReservedCgroup);
   c.enforceNodeAllocatable = orUnset(r.strList('enforceNodeAllocatable'), c.enforceNodeAllocatable);
   c.registerNode = orUnset(r.bool('registerNode'), c.registerNode);
+  c.registerWithTaints = orUnset(r.taints('registerWithTaints'), c.registerWithTaints);
   c.shutdownGracePeriod = orUnset(r.duration('shutdownGracePeriod'), c.shutdownGracePeriod);
   c.shutdownGracePeriodCriticalPods = orUnset(
     r.duration('shutdownGracePeriodCriticalPods'),

@@ -47,11 +47,17 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   authorization: 'not-implemented',
   enableDebuggingHandlers: 'not-implemented',
   streamingConnectionIdleTimeout: 'not-implemented',
-  // The API server connection: node registration, status, lease, events.
-  registerNode: 'not-implemented',
-  nodeStatusUpdateFrequency: 'not-implemented',
-  nodeStatusReportFrequency: 'not-implemented',
-  nodeLeaseDurationSeconds: 'not-implemented',
+  // The API server connection (--kubeconfig): node registration, status, lease, events.
+  kubeAPIQPS: 'implemented',
+  kubeAPIBurst: 'implemented',
+  // JSON is honoured; protobuf (the default) is spoken as JSON, which every API server accepts.
+  contentType: 'implemented',
+  registerNode: 'implemented',
+  registerWithTaints: 'implemented',
+  nodeStatusUpdateFrequency: 'implemented',
+  nodeStatusReportFrequency: 'implemented',
+  nodeLeaseDurationSeconds: 'implemented',
+  nodeStatusMaxImages: 'implemented',
   eventRecordQPS: 'not-implemented',
   eventBurst: 'not-implemented',
   // Pod DNS.
@@ -62,17 +68,20 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.
   cgroupDriver: 'not-implemented',
   configMapAndSecretChangeDetectionStrategy: 'implemented',
+  // Node capacity (pods); admission by it is the pod side's.
   maxPods: 'implemented',
   podPidsLimit: 'implemented',
-  systemReserved: 'not-implemented',
-  kubeReserved: 'not-implemented',
+  // Subtracted from the node's allocatable; no cgroup enforcement yet.
+  systemReserved: 'implemented',
+  kubeReserved: 'implemented',
   systemReservedCgroup: 'not-implemented',
   kubeReservedCgroup: 'not-implemented',
   enforceNodeAllocatable: 'not-implemented',
   protectKernelDefaults: 'not-implemented',
   failSwapOn: 'not-implemented',
   // Eviction.
-  evictionHard: 'not-implemented',
+  // Hard thresholds are subtracted from allocatable; no eviction manager yet.
+  evictionHard: 'implemented',
   evictionSoft: 'not-implemented',
   evictionSoftGracePeriod: 'not-implemented',
   evictionMinimumReclaim: 'not-implemented',
@@ -93,8 +102,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
 /** The settings that exist only as flags; 'loader': consumed while loading the config. */
 export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'loader'>> = {
   configFile: 'loader',
-  // API server mode arrives with the API server issue; until then kubelet-ts runs standalone.
-  kubeconfig: 'not-implemented',
+  // Without it kubelet-ts runs standalone (static pods only).
+  kubeconfig: 'implemented',
+  nodeLabels: 'implemented',
   rootDir: 'implemented',
   hostnameOverride: 'implemented',
   nodeIP: 'implemented',

@@ -9,7 +9,7 @@ import { posix as pathPosix } from 'node:path';
 import { parseQuantity, type Quantity, QuantityError } from '../api/quantity.js';
 import { formatDuration } from './duration.js';
 import { ConfigError, type ConfigIssue, showValue } from './errors.js';
-import { type KubeletConfig, OOM_WATCHER_MODES, STATS_BACKENDS } from './kubelet-config.js';
+import { CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, type KubeletConfig, OOM_WATCHER_MODES, STATS_BACKENDS } from './kubelet-config.js';
 import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js';
 import { ENFORCE_NODE_ALLOCATABLE_KEYS, EVICTION_SIGNALS, RESERVABLE_RESOURCES } from './schema.js';
 
@@ -126,6 +126,12 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   if (c.maxPods < 0) bad('maxPods', `must not be a negative number, got ${c.maxPods}`);
   if (c.nodeLeaseDurationSeconds <= 0) {
     bad('nodeLeaseDurationSeconds', `must be greater than 0, got ${c.nodeLeaseDurationSeconds}`);
+  }
+  if (c.kubeAPIQPS < 0) bad('kubeAPIQPS', `must not be a negative number, got ${c.kubeAPIQPS}`);
+  if (c.kubeAPIBurst < 0) bad('kubeAPIBurst', `must not be a negative number, got ${c.kubeAPIBurst}`);
+  if (c.nodeStatusMaxImages < -1) bad('nodeStatusMaxImages', `must be -1 or greater, got ${c.nodeStatusMaxImages}`);
+  if (c.contentType !== CONTENT_TYPE_JSON && c.contentType !== CONTENT_TYPE_PROTOBUF) {
+    bad('contentType', `must be ${CONTENT_TYPE_JSON} or ${CONTENT_TYPE_PROTOBUF}, got ${showValue(c.contentType)}`);
   }
   if (c.eventBurst < 0) bad('eventBurst', `must not be a negative number, got ${c.eventBurst}`);
   if (c.eventRecordQPS < 0) bad('eventRecordQPS', `must not be a negative number, got ${c.eventRecordQPS}`);

@@ -19,13 +19,15 @@ import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js'
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ApiPodError, ManifestError } from '../sources/errors.js';
-import type { RestClient } from '../client/rest.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import type { RestClient } from '../client/rest.js';
+import { readMachineInfo } from '../nodestatus/machine-info.js';
+import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
 
 /** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
@@ -71,10 +73,19 @@ export interface KubeletDependencies {
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void; onApiPodError?: (e: ApiPodError) => void }): PodSources;
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
-  /** The API server client (--kubeconfig). Undefined: standalone, static pods only. */
+  /** The API server client (--kubeconfig). Undefined: standalone, no API server. */
   apiClient?: RestClient;
   /** Delay before a batch of pod status patches (0: batching off). Default the status manager's. */
   statusBatchDelayMs?: number;
+  /** What the node status reports about the machine and the runtime (default: read from the host and CRI). */
+  nodeFacts?: NodeFacts;
+}
+
+/** Machine facts, the CRI Version answer and the images, for the node status. */
+export interface NodeFacts {
+  machineInfo(): Promise<MachineInfo>;
+  runtimeVersion(): Promise<{ runtimeName: string; runtimeVersion: string }>;
+  images(): Promise<NodeImage[]>;
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
@@ -140,6 +151,14 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       };
     },
     probeRunner: () => createProbeRunner({ cri }),
+    nodeFacts: {
+      machineInfo: () => readMachineInfo({ rootDir: flags.rootDir }),
+      runtimeVersion: async () => {
+        const v = await cri.version();
+        return { runtimeName: v.runtime_name, runtimeVersion: v.runtime_version };
+      },
+      images: async () => (await cri.listImages()).map((i) => ({ id: i.id, repoTags: i.repo_tags ?? [], repoDigests: i.repo_digests ?? [], sizeBytes: Number(i.size ?? 0) })),
+    },
     podSources: ({ onUpdate, onError, onApiPodError }) => new PodConfig({ nodeName, onUpdate, onError, ...(onApiPodError ? { onApiPodError } : {}), log: (msg) => log.info(msg), clock }),
   };
 }

@@ -32,6 +32,7 @@ import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
 import { DNSConfigurer } from '../network/dns.js';
+import { NodeAgent } from './node-agent.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -74,6 +75,8 @@ export class Kubelet {
   readonly manifestErrors: (ManifestError | ApiPodError)[] = [];
   /** The prober (undefined when the dependencies give no probe runner). */
   readonly probes?: ProbeManager;
+  /** Registration, node status and lease (only with an API server: deps.apiClient). */
+  readonly nodeAgent?: NodeAgent;
 
   private readonly deps: KubeletDependencies;
   private readonly cgroups: PodCgroups;
@@ -90,9 +93,6 @@ export class Kubelet {
   private running = false;
   private stopping?: Promise<void>;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
-  /** The Node as last read from the API (labels, taints, allocatable for admission), and when. */
-  private apiNode?: { node: { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string> } }; at: number };
-  private apiNodeFetch?: Promise<void>;
 
   constructor(opts: KubeletOptions) {
     const { deps } = opts;
@@ -131,6 +131,20 @@ export class Kubelet {
       mirrorPodOf: (pod) => mirrorPods?.mirrorPodOf(pod),
       ...(deps.statusBatchDelayMs !== undefined ? { batchDelayMs: deps.statusBatchDelayMs } : {}),
     });
+    if (deps.apiClient) {
+      this.nodeAgent = new NodeAgent({
+        client: deps.apiClient,
+        nodeName: this.nodeName,
+        config: this.config,
+        flags: this.flags,
+        clock: this.clock,
+        log: this.log,
+        ...(deps.nodeFacts ? { facts: deps.nodeFacts } : {}),
+        hostIPs: this.hostIPs,
+        plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
+        recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
+      });
+    }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
     this.probeRunner = deps.probeRunner?.();
     if (this.probeRunner) {
@@ -234,7 +248,9 @@ export class Kubelet {
     this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
     this.running = true;
+    this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
+    this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
 
@@ -247,7 +263,6 @@ export class Kubelet {
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
     if (this.deps.apiClient) {
       if (!this.podConfig.startApiSource) throw new KubeletStartError('the pod sources cannot watch the API server');
-      void this.refreshApiNode();
       this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => this.mirrorPods?.setMirrorPods(pods), logger: this.log });
     }
 
@@ -272,6 +287,8 @@ export class Kubelet {
     this.running = false;
     for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
+    // Bounded on its own: calls to a hung API server are aborted, not waited out.
+    const agentStopped = this.nodeAgent?.stop();
     this.podWorkers.stop();
     this.statusManager.stop();
     this.objects?.stop();
@@ -283,12 +300,13 @@ export class Kubelet {
     this.runtime.stop();
     this.cri.close();
     const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
-    const done = Promise.all([sources, runnerClosed, this.podWorkers.idle()]).then(() => true);
+    const done = Promise.all([sources, runnerClosed, agentStopped, this.podWorkers.idle()]).then(() => true);
     let timer: Timer | undefined;
     const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
     const finished = await Promise.race([done, expired]);
     timer?.cancel();
     if (!finished) this.log.warn('Pod workers still busy at shutdown; abandoning them (pods keep running)', { timeoutMs });
+    this.deps.apiClient?.close();
   }
 
   /** Live periodic timers (one per task; bounded however long the kubelet runs). */
@@ -323,6 +341,7 @@ export class Kubelet {
   private async updateRuntimeUp(): Promise<void> {
     try {
       const st = await this.cri.status();
+      this.nodeAgent?.observeRuntimeStatus(st.status?.conditions ?? []);
       const ready = st.status?.conditions.find((c) => c.type === 'RuntimeReady');
       const wasDown = this.runtimeError !== undefined;
       if (!ready?.status) {
@@ -333,6 +352,7 @@ export class Kubelet {
       }
     } catch (err) {
       if (!this.running) return;
+      this.nodeAgent?.observeRuntimeStatus(err as Error);
       if (this.runtimeError === undefined) this.log.error('Container runtime is down', { err: (err as Error).message });
       this.runtimeError = `container runtime is down: ${(err as Error).message}`;
     }
@@ -359,17 +379,18 @@ export class Kubelet {
   }
 
   /**
-   * The node as admission sees it: the API's Node when read (labels, taints, allocatable),
-   * else what this machine has (maxPods, its CPUs and memory, upstream's default labels).
+   * The node as admission sees it: the API's Node as the node agent last saw it (labels,
+   * taints, allocatable), else what this machine has (maxPods, its CPUs and memory, upstream's
+   * default labels).
    */
   admissionNode(): AdmissionNode {
-    if (this.deps.apiClient && (!this.apiNode || this.clock.now() - this.apiNode.at > ADMISSION_NODE_TTL_MS)) void this.refreshApiNode();
-    const n = this.apiNode?.node;
+    const n = this.nodeAgent?.node() as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
     const alloc = n?.status?.allocatable ?? {};
     const parse = (k: string, milli = false): number | undefined => {
       if (alloc[k] === undefined) return undefined;
       try { const q = parseQuantity(alloc[k]!); return milli ? q.milliValue() : q.value(); } catch { return undefined; }
     };
+    const ephemeral = parse('ephemeral-storage');
     return {
       name: this.nodeName,
       labels: n?.metadata?.labels ?? { 'kubernetes.io/hostname': this.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch() },
@@ -378,20 +399,9 @@ export class Kubelet {
         pods: parse('pods') ?? this.config.maxPods,
         cpu: parse('cpu', true) ?? cpus().length * 1000,
         memory: parse('memory') ?? this.memoryCapacityBytes,
-        ...(parse('ephemeral-storage') !== undefined ? { 'ephemeral-storage': parse('ephemeral-storage') } : {}),
+        ...(ephemeral !== undefined ? { 'ephemeral-storage': ephemeral } : {}),
       },
     };
-  }
-
-  private refreshApiNode(): Promise<void> {
-    const client = this.deps.apiClient;
-    if (!client) return Promise.resolve();
-    this.apiNodeFetch ??= client.get(`/api/v1/nodes/${encodeURIComponent(this.nodeName)}`, { maxRetries: 0 })
-      .then((node) => { this.apiNode = { node, at: this.clock.now() }; })
-      // Not registered yet, or the API is away: admission uses this machine's own figures.
-      .catch(() => { if (this.apiNode) this.apiNode.at = this.clock.now(); })
-      .finally(() => { this.apiNodeFetch = undefined; });
-    return this.apiNodeFetch;
   }
 
   // ---- what the servers read ----
@@ -448,9 +458,6 @@ export class Kubelet {
     arm();
   }
 }
-
-/** How long a Node read for admission is used before it is read again (on the next admission). */
-const ADMISSION_NODE_TTL_MS = 10_000;
 
 /** Go's GOARCH for this machine (the kubernetes.io/arch label). */
 function goArch(): string {

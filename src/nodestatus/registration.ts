@@ -166,6 +166,8 @@ export interface NodeRegistrationOptions {
   clock?: Clock;
   /** Zero extended resources of an existing Node (true: kubelet-ts has no device plugins). */
   resetExtendedResources?: boolean;
+  /** Told once when registration succeeded; `created`: this kubelet created the Node (not reconciled). */
+  onRegistered?: (node: Node, created: boolean) => void;
   log?: Logger;
 }
 
@@ -178,6 +180,8 @@ export class NodeRegistration {
   /** Attempts made (tests, metrics). */
   attempts = 0;
   registered: Node | undefined;
+  /** Whether the last successful attempt created the Node (false: an existing one was reconciled). */
+  created = false;
 
   constructor(o: NodeRegistrationOptions) {
     this.o = o;
@@ -206,6 +210,7 @@ export class NodeRegistration {
       if (done) {
         this.log.info('Successfully registered node', { node: node.metadata.name });
         this.registered = done;
+        this.o.onRegistered?.(done, this.created);
         return done;
       }
     }
@@ -219,7 +224,9 @@ export class NodeRegistration {
     const name = node.metadata.name;
     const opts = { signal, maxRetries: 0 };
     try {
-      return await c.create<Node>('/api/v1/nodes', node, opts);
+      const created = await c.create<Node>('/api/v1/nodes', node, opts);
+      this.created = true;
+      return created;
     } catch (err) {
       if (!isAlreadyExists(err)) {
         this.log.error('Unable to register node with API server', { node: name, err: errorMessage(err) });
@@ -234,6 +241,7 @@ export class NodeRegistration {
       return undefined;
     }
     this.log.info('Node was previously registered', { node: name });
+    this.created = false;
     const original = structuredClone(existing);
     let changed = reconcileAttachDetachAnnotation(node, existing);
     changed = updateDefaultLabels(node, existing) || changed;

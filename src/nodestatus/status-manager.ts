@@ -55,7 +55,7 @@ export interface NodeStatusManagerOptions {
   jitter?: number;
   random?: () => number;
   /** registerNode: register before the first status update, with these settings. */
-  registration?: Omit<InitialNodeOptions, 'nodeName' | 'hostname'> & { resetExtendedResources?: boolean };
+  registration?: Omit<InitialNodeOptions, 'nodeName' | 'hostname'> & { resetExtendedResources?: boolean; onRegistered?: (node: Node, created: boolean) => void };
   /** The Node as a watch of it last saw it (upstream's node lister); absent: a GET every sync. */
   nodeLister?: () => Node | undefined;
   /** Addresses the node name resolves to on this host (default: DNS and interfaces). */
@@ -92,6 +92,7 @@ export class NodeStatusManager {
       this.registration = new NodeRegistration({
         client: o.client, clock: this.clock, log: this.log, initialNode: () => this.initialNode(),
         ...(o.registration.resetExtendedResources !== undefined ? { resetExtendedResources: o.registration.resetExtendedResources } : {}),
+        ...(o.registration.onRegistered ? { onRegistered: o.registration.onRegistered } : {}),
       });
     }
   }
@@ -106,7 +107,7 @@ export class NodeStatusManager {
 
   /** The Node to register: initial metadata and spec, status computed. */
   async initialNode(): Promise<Node> {
-    const { resetExtendedResources: _, ...reg } = this.o.registration ?? {};
+    const { resetExtendedResources: _, onRegistered: __, ...reg } = this.o.registration ?? {};
     const node = initialNode({ ...reg, nodeName: this.o.nodeName, hostname: this.o.hostname });
     await this.setNodeStatus(node);
     return node;

@@ -1,14 +1,21 @@
-// The kubelet's HTTP endpoints: the healthz port (127.0.0.1:10248 by default) and the optional
+// The kubelet's HTTP endpoints: the healthz port (127.0.0.1:10248 by default), the optional
 // read-only port (10255 upstream's usual choice; 0 disables it) serving /pods, /healthz and the
-// routes other subsystems register (/stats/summary, /metrics/resource, /metrics).
+// routes other subsystems register (/stats/summary, /metrics/resource, /metrics), and the secure
+// port (10250): TLS (ALPN h2 and http/1.1, as Go's server offers), every request authenticated
+// and authorized before its route runs, and HTTP/1.1 upgrades (exec, attach, port-forward).
+//
+// Routes are matched as Go's ServeMux matches patterns: a path ending in '/' is a subtree (the
+// longest registered prefix wins, an exact path before any subtree) unless its handler is `exact`.
 //
 // No request can stop the process: a malformed target is a 400, a handler's throw or rejection a
 // logged 500, and what one client can make a server hold is bounded (head size, timeouts, idle
 // sockets, connection count; request bodies are never read).
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import { createSecureServer, type Http2SecureServer, type SecureServerOptions } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { Pod, PodList } from '../api/types.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -33,7 +40,42 @@ export type Methods = readonly string[] | 'any';
 export type Handler = ((req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>) & {
   /** Methods this route answers; GET when unset. */
   readonly methods?: Methods;
+  /** A path ending in '/' that matches only itself, not its subtree. */
+  readonly exact?: boolean;
+  /**
+   * Serves an HTTP/1.1 Upgrade request (SPDY or WebSocket streams) on the raw socket, after the
+   * request passed authentication and authorization. Without it an upgrade request is answered as
+   * an ordinary one (the connection closes after the answer).
+   */
+  readonly upgrade?: UpgradeHandler;
 };
+
+/** The raw socket is the handler's from here on: it writes the 101 (or a refusal) itself. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void | Promise<void>;
+
+/** A request that may not proceed, and its answer (401 Unauthorized, 403 Forbidden, 500). */
+export interface Refusal {
+  status: number;
+  message: string;
+}
+
+/**
+ * Authentication and authorization of one request on the secure port: undefined admits it. `path`
+ * is the clean decoded path the route was matched on.
+ */
+export interface RequestGate {
+  admit(req: IncomingMessage, path: string): Promise<Refusal | undefined>;
+}
+
+/** The secure port: where, its TLS, its gate and its routes (beside /pods and /healthz). */
+export interface SecureServing {
+  address: string;
+  port: number;
+  /** Key, certificate, CA for client certificates, minVersion, ciphers (see tls.ts). */
+  tls: SecureServerOptions;
+  gate: RequestGate;
+  routes: Map<string, Handler>;
+}
 
 /** A handler that answers `methods` (GET only is the default). */
 export function withMethods(methods: Methods, fn: (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>): Handler {
@@ -80,7 +122,21 @@ export interface KubeletServerOptions {
   readOnlyPort: number;
   /** Extra read-only routes (path → handler), e.g. /stats/summary from the stats subsystem. */
   routes?: Map<string, Handler>;
+  /** The secure port (10250); unset when the server is disabled (enableServer false). */
+  secure?: SecureServing;
   limits?: Partial<ServerLimits>;
+}
+
+/** The route for a clean path: exact first, then the longest subtree pattern above it. */
+export function matchRoute(routes: Map<string, Handler>, path: string): Handler | undefined {
+  const exact = routes.get(path);
+  if (exact) return exact;
+  for (let i = path.lastIndexOf('/'); i >= 0; i = path.lastIndexOf('/', i - 1)) {
+    const h = routes.get(path.slice(0, i + 1));
+    if (h && !h.exact) return h;
+    if (i === 0) break;
+  }
+  return undefined;
 }
 
 export function sendJSON(res: ServerResponse, code: number, body: unknown): void {
@@ -106,6 +162,17 @@ function sendText(res: ServerResponse, code: number, text: string, headers: Reco
     ...headers,
   });
   res.end(text);
+}
+
+/** The TLS socket under an HTTP/1.1 or HTTP/2 request (client certificates live there). */
+export function tlsSocketOf(req: IncomingMessage): TLSSocket | undefined {
+  const h2 = (req as unknown as { stream?: { session?: { socket?: unknown } } }).stream;
+  const sock = (h2?.session?.socket ?? req.socket) as TLSSocket | undefined;
+  return sock && typeof sock.getPeerCertificate === 'function' ? sock : undefined;
+}
+
+function isHttp1(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 1;
 }
 
 function podList(host: ServerHost): PodList {
@@ -144,6 +211,16 @@ function healthzRoutes(host: ServerHost, port: 'healthz' | 'kubelet', log: Logge
   return routes;
 }
 
+/** Routes both the read-only and the secure port serve: /pods and the kubelet's healthz. */
+function kubeletRoutes(host: ServerHost, log: Logger): Map<string, Handler> {
+  const routes = new Map<string, Handler>();
+  const pods = Object.assign(withMethods(['GET'], (_req, res) => sendJSON(res, 200, podList(host))), { exact: true });
+  routes.set('/pods', pods);
+  routes.set('/pods/', pods);
+  for (const [path, h] of healthzRoutes(host, 'kubelet', log)) routes.set(path, h);
+  return routes;
+}
+
 function allows(methods: Methods | undefined, method: string): boolean {
   const m = methods ?? ['GET'];
   return m === 'any' || m.includes(method);
@@ -163,6 +240,7 @@ function clientErrorStatus(code: string | undefined): [number, string] {
 
 export class KubeletServer {
   private servers: Server[] = [];
+  private readonly sockets = new WeakMap<Server, Set<Socket>>();
   private readonly limits: ServerLimits;
 
   constructor(private readonly opts: KubeletServerOptions) {
@@ -179,11 +257,13 @@ export class KubeletServer {
     }
     if (opts.readOnlyPort > 0) {
       const routes = new Map<string, Handler>(opts.routes ?? []);
-      const pods = withMethods(['GET'], (_req, res) => sendJSON(res, 200, podList(opts.host)));
-      routes.set('/pods', pods);
-      routes.set('/pods/', pods);
-      for (const [path, h] of healthzRoutes(opts.host, 'kubelet', opts.log)) routes.set(path, h);
+      for (const [path, h] of kubeletRoutes(opts.host, opts.log)) routes.set(path, h);
       await this.listen(opts.address, opts.readOnlyPort, 'read-only', routes);
+    }
+    if (opts.secure) {
+      const routes = new Map<string, Handler>(opts.secure.routes);
+      for (const [path, h] of kubeletRoutes(opts.host, opts.log)) routes.set(path, h);
+      await this.listen(opts.secure.address, opts.secure.port, 'kubelet', routes, opts.secure);
     }
   }
 
@@ -193,11 +273,15 @@ export class KubeletServer {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.servers.map((s) => new Promise<void>((r) => { s.closeAllConnections(); s.close(() => r()); })));
+    await Promise.all(this.servers.map((s) => new Promise<void>((r) => {
+      s.close(() => r());
+      // Every connection, upgraded streams and HTTP/2 sessions included, ends with the server.
+      for (const sock of this.sockets.get(s) ?? []) sock.destroy();
+    })));
     this.servers = [];
   }
 
-  private dispatch(name: string, routes: Map<string, Handler>, req: IncomingMessage, res: ServerResponse): void {
+  private dispatch(name: string, routes: Map<string, Handler>, gate: RequestGate | undefined, req: IncomingMessage, res: ServerResponse): void {
     const method = req.method ?? 'GET';
     let path = req.url ?? '';
     const failed = (err: unknown): void => {
@@ -208,21 +292,23 @@ export class KubeletServer {
     // A response that cannot be written (the client went away) is no concern of the process.
     res.on('error', (err) => this.opts.log.v(4).info('HTTP response not delivered', { server: name, path, err: err.message }));
     req.on('error', () => undefined);
+    // HTTP/2 has no Connection header (setting one is an error): its streams end on their own.
+    const closeAfter = (): void => { if (isHttp1(req)) res.setHeader('Connection', 'close'); };
     try {
       // No route reads a body: what arrives is discarded (so closing does not reset the answer
       // away) and the connection closes after the answer instead of waiting for the body's end.
       if (hasBody(req)) {
-        res.setHeader('Connection', 'close');
+        closeAfter();
         req.resume();
       }
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
-        res.setHeader('Connection', 'close');
+        closeAfter();
         return sendText(res, 400, '400 Bad Request: missing required Host header\n');
       }
       const target = parseRequestTarget(method, req.url ?? '');
       switch (target.kind) {
         case 'bad':
-          res.setHeader('Connection', 'close');
+          closeAfter();
           return sendText(res, 400, `400 Bad Request: ${target.reason}\n`);
         case 'options-asterisk':
           res.writeHead(200, { 'Content-Length': 0 });
@@ -234,41 +320,123 @@ export class KubeletServer {
           break;
       }
       path = target.path;
-      const route = routes.get(path);
+      const route = matchRoute(routes, path);
       if (!route) return sendText(res, 404, '404 page not found\n');
-      if (!allows(route.methods, method)) {
-        const allow = route.methods === undefined ? 'GET' : (route.methods as readonly string[]).join(', ');
-        return sendText(res, 405, '405: Method Not Allowed', { Allow: allow });
-      }
       const url = new URL('http://localhost/');
       url.pathname = escapePath(path);
       url.search = target.rawQuery;
-      const settled = (): void => {
-        if (!res.headersSent) failed(new Error('handler returned without answering'));
+      const serve = (): void => {
+        if (!allows(route.methods, method)) {
+          const allow = route.methods === undefined ? 'GET' : (route.methods as readonly string[]).join(', ');
+          return sendText(res, 405, '405: Method Not Allowed', { Allow: allow });
+        }
+        const settled = (): void => {
+          if (!res.headersSent) failed(new Error('handler returned without answering'));
+        };
+        const result = route(req, res, url);
+        if (result && typeof (result as Promise<void>).then === 'function') (result as Promise<void>).then(settled, failed);
+        else settled();
       };
-      const result = route(req, res, url);
-      if (result && typeof (result as Promise<void>).then === 'function') (result as Promise<void>).then(settled, failed);
-      else settled();
+      if (!gate) return serve();
+      // As upstream's filter: identity and permission before the route's own answers (405 included).
+      gate.admit(req, path).then((refusal) => {
+        if (!refusal) return serve();
+        sendText(res, refusal.status, refusal.message);
+      }).catch(failed);
     } catch (err) {
       failed(err);
     }
   }
 
-  private listen(address: string, port: number, name: string, routes: Map<string, Handler>): Promise<void> {
+  /**
+   * An HTTP/1.1 request with Upgrade: to its route's upgrade handler once admitted; any refusal,
+   * or a route with no upgrade handler, is answered as an ordinary request on the socket.
+   */
+  private dispatchUpgrade(name: string, routes: Map<string, Handler>, gate: RequestGate | undefined, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => undefined);
+    const asOrdinary = (): void => {
+      const res = new ServerResponse(req);
+      res.shouldKeepAlive = false;
+      res.assignSocket(socket as Socket);
+      res.on('finish', () => { res.detachSocket(socket as Socket); socket.end(); });
+      this.dispatch(name, routes, gate, req, res);
+    };
+    try {
+      const target = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
+      const route = target.kind === 'path' ? matchRoute(routes, target.path) : undefined;
+      if (target.kind !== 'path' || !route?.upgrade || !allows(route.methods, req.method ?? 'GET')) return asOrdinary();
+      const upgrade = route.upgrade;
+      const url = new URL('http://localhost/');
+      url.pathname = escapePath(target.path);
+      url.search = target.rawQuery;
+      const run = (): void => {
+        const failed = (err: unknown): void => {
+          this.opts.log.error('HTTP upgrade handler failed', { server: name, path: target.path, err: errorMessage(err) });
+          socket.destroy();
+        };
+        try {
+          const result = upgrade(req, socket, head, url);
+          if (result && typeof (result as Promise<void>).then === 'function') (result as Promise<void>).catch(failed);
+        } catch (err) {
+          failed(err);
+        }
+      };
+      if (!gate) return run();
+      gate.admit(req, target.path).then((refusal) => (refusal ? asOrdinary() : run()), () => asOrdinary());
+    } catch {
+      asOrdinary();
+    }
+  }
+
+  private listen(address: string, port: number, name: string, routes: Map<string, Handler>, secure?: SecureServing): Promise<void> {
     const { limits, opts } = this;
-    const server = createServer(
-      {
+    const gate = secure?.gate;
+    const handle = (req: IncomingMessage, res: ServerResponse): void => this.dispatch(name, routes, gate, req, res);
+    let server: Server;
+    if (secure) {
+      // HTTP/2 and HTTP/1.1 on one TLS port, chosen by ALPN, as Go's TLS server offers them.
+      const h2 = createSecureServer({
+        ...secure.tls,
+        allowHTTP1: true,
+        ALPNProtocols: ['h2', 'http/1.1'],
+        maxSessionMemory: 10,
+        // Go's defaults: 250 concurrent streams; header lists as large as an HTTP/1.1 head.
+        settings: { maxConcurrentStreams: 250, maxHeaderListSize: limits.maxHeaderSize },
+        maxSendHeaderBlockLength: limits.maxHeaderSize,
+      }, handle as never);
+      // The HTTP/1.1 side reads these from the server object (http.Server sets them from options).
+      Object.assign(h2, {
         maxHeaderSize: limits.maxHeaderSize,
         headersTimeout: limits.headersTimeoutMs,
         requestTimeout: limits.requestTimeoutMs,
         keepAliveTimeout: limits.keepAliveTimeoutMs,
         connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
-        // Checked in dispatch instead, to answer with the reason (node's own 400 has no body).
-        requireHostHeader: false,
-      },
-      (req, res) => this.dispatch(name, routes, req, res),
-    );
+      });
+      h2.on('tlsClientError', (err: NodeJS.ErrnoException) => opts.log.v(4).info('TLS handshake failed', { server: name, code: err.code, err: err.message }));
+      h2.on('sessionError', (err: Error) => opts.log.v(4).info('HTTP/2 session error', { server: name, err: err.message }));
+      server = h2 as unknown as Server;
+      (h2 as Http2SecureServer).setTimeout(limits.socketIdleTimeoutMs);
+    } else {
+      server = createServer(
+        {
+          maxHeaderSize: limits.maxHeaderSize,
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+          // Checked in dispatch instead, to answer with the reason (node's own 400 has no body).
+          requireHostHeader: false,
+        },
+        handle,
+      );
+    }
     server.timeout = limits.socketIdleTimeoutMs;
+    const sockets = new Set<Socket>();
+    this.sockets.set(server, sockets);
+    server.on('connection', (sock: Socket) => {
+      sockets.add(sock);
+      sock.once('close', () => sockets.delete(sock));
+    });
     server.maxConnections = limits.maxConnections;
 
     // Responses open per socket: a raw rejection must not be written into the middle of one.
@@ -320,6 +488,8 @@ export class KubeletServer {
       socket.resume();
       rejectRaw(socket, 405, 'Method Not Allowed', 'CONNECT is not served');
     });
+    // Upgrade requests (exec, attach, port-forward streams) go to their route's upgrade handler.
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.dispatchUpgrade(name, routes, gate, req, socket, head));
     server.on('drop', () => opts.log.v(4).info('HTTP connection dropped: too many open', { server: name, max: limits.maxConnections }));
 
     return new Promise((resolve, reject) => {

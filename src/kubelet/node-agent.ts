@@ -1,0 +1,154 @@
+// The kubelet as a node of a cluster (only with --kubeconfig): registration and node status
+// (NodeStatusManager, every nodeStatusUpdateFrequency) and the node lease (NodeLeaseController,
+// every quarter of nodeLeaseDurationSeconds), both on the injected clock. Neither ever blocks
+// the syncLoop, and stop() abandons calls in flight instead of waiting on the API server.
+
+import { readFileSync } from 'node:fs';
+import type { RestClient } from '../client/rest.js';
+import type { KubeletConfig, KubeletFlags } from '../config/index.js';
+import { NodeLeaseController } from '../nodestatus/lease.js';
+import { readMachineInfo } from '../nodestatus/machine-info.js';
+import { RuntimeState, type RuntimeConditionLike } from '../nodestatus/runtime-state.js';
+import { NodeStatusManager } from '../nodestatus/status-manager.js';
+import type { Node } from '../nodestatus/types.js';
+import type { Clock, Timer } from '../util/clock.js';
+import { errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import type { NodeFacts } from './dependencies.js';
+
+/** upstream's KubeletPort default: daemonEndpoints.kubeletEndpoint.Port. */
+export const DEFAULT_KUBELET_PORT = 10250;
+
+/** How long stop() waits for the status and lease loops to notice the abort. */
+export const NODE_AGENT_STOP_MS = 1_000;
+
+/** The version the Node reports (nodeInfo.kubeletVersion): kubelet-ts's own. */
+export const KUBELET_VERSION = readVersion();
+
+function readVersion(): string {
+  // package.json sits three levels above this file both as source (src/kubelet) and built (dist/src/kubelet).
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'kubelet-ts' && pkg.version) return `v${pkg.version}`;
+    } catch { /* try the next */ }
+  }
+  return 'v0.0.0-unknown';
+}
+
+export type NodeEventRecorder = (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+
+export interface NodeAgentOptions {
+  client: RestClient;
+  nodeName: string;
+  config: KubeletConfig;
+  flags: KubeletFlags;
+  clock: Clock;
+  log: Logger;
+  /** Machine, runtime version and images (default: the host and nothing else). */
+  facts?: NodeFacts;
+  /** The hostIPs the kubelet uses for pods (--node-ip or the detected one). */
+  hostIPs?: string[];
+  /** PLEG's health (`PLEG is not healthy: ...` keeps the node NotReady). */
+  plegHealthy?: () => { ok: boolean; message: string };
+  recordEvent: NodeEventRecorder;
+}
+
+export class NodeAgent {
+  readonly runtimeState: RuntimeState;
+  readonly status: NodeStatusManager;
+  readonly lease: NodeLeaseController;
+  private readonly o: NodeAgentOptions;
+  private ctl: AbortController | undefined;
+  private loops: Promise<unknown>[] = [];
+
+  constructor(o: NodeAgentOptions) {
+    this.o = o;
+    const { config, flags, clock, log, nodeName } = o;
+    this.runtimeState = new RuntimeState(clock);
+    if (o.plegHealthy) this.runtimeState.addHealthCheck({ name: 'PLEG', check: o.plegHealthy });
+    const facts = o.facts ?? {
+      machineInfo: () => readMachineInfo({ rootDir: flags.rootDir }),
+      runtimeVersion: () => Promise.reject(new Error('no CRI Version answer')),
+      images: async () => [],
+    };
+    const nodeEvent = (type: 'Normal' | 'Warning', reason: string, message?: string) =>
+      o.recordEvent(type, reason, message ?? `Node ${nodeName} status is now: ${reason}`);
+    this.status = new NodeStatusManager({
+      client: o.client,
+      nodeName,
+      // upstream: the hostname label and address are the node name unless overridden
+      hostname: nodeName,
+      source: {
+        machineInfo: () => facts.machineInfo(),
+        runtimeVersion: () => facts.runtimeVersion(),
+        images: () => facts.images(),
+        readyErrors: () => this.runtimeState.readyErrors(),
+      },
+      kubeletVersion: KUBELET_VERSION,
+      // The secured kubelet API (the config's port) is not served yet; upstream's default port stands in.
+      kubeletPort: DEFAULT_KUBELET_PORT,
+      nodeIPs: flags.nodeIP.length ? flags.nodeIP : (o.hostIPs ?? []),
+      maxPods: config.maxPods,
+      kubeReserved: config.kubeReserved,
+      systemReserved: config.systemReserved,
+      evictionHard: config.evictionHard,
+      nodeStatusMaxImages: config.nodeStatusMaxImages,
+      updateFrequencyMs: config.nodeStatusUpdateFrequency,
+      reportFrequencyMs: config.nodeStatusReportFrequency,
+      ...(config.registerNode ? {
+        registration: {
+          nodeLabels: flags.nodeLabels ?? {},
+          registerWithTaints: config.registerWithTaints.map((t) => ({ ...t })),
+          // RegisteredNode once this kubelet created its Node (not for a reconciled one).
+          onRegistered: (_node: Node, created: boolean) => {
+            if (created) o.recordEvent('Normal', 'RegisteredNode', `Node ${nodeName} registered with the API server`);
+          },
+        },
+      } : {}),
+      recordEvent: nodeEvent,
+      clock,
+      log,
+    });
+    this.lease = new NodeLeaseController({
+      client: o.client,
+      nodeName,
+      clock,
+      leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+      log,
+    });
+  }
+
+  /** The CRI Status answer (or its failure), as the kubelet's runtime check gets it every 5 s. */
+  observeRuntimeStatus(conditions: RuntimeConditionLike[] | Error): void {
+    const before = this.runtimeState.runtimeErrors().length === 0;
+    this.runtimeState.observeRuntimeStatus(conditions);
+    // The runtime just came up: report Ready now rather than a period later.
+    if (!before && this.runtimeState.runtimeErrors().length === 0) this.status.syncSoon();
+  }
+
+  /** The Node as the API server last returned it (undefined before registration). */
+  node(): Node | undefined {
+    return this.status.latest ?? this.status.registration?.registered;
+  }
+
+  start(): void {
+    if (this.ctl) return;
+    const ctl = (this.ctl = new AbortController());
+    const { log } = this.o;
+    this.loops = [this.status.run(ctl.signal), this.lease.run(ctl.signal)].map((p) => p.catch((err) => { if (!ctl.signal.aborted) log.error('Node agent loop ended', { err: errorMessage(err) }); }));
+    log.info('Node agent started', { node: this.o.nodeName, registerNode: this.o.config.registerNode, leaseDurationSeconds: this.lease.leaseDurationSeconds });
+  }
+
+  /** Aborts every call in flight and waits at most `timeoutMs` for the loops to end. */
+  async stop(timeoutMs = NODE_AGENT_STOP_MS): Promise<void> {
+    const ctl = this.ctl;
+    if (!ctl) return;
+    ctl.abort();
+    let timer: Timer | undefined;
+    const expired = new Promise<boolean>((resolve) => { timer = this.o.clock.setTimeout(() => resolve(false), timeoutMs); });
+    const done = await Promise.race([Promise.all(this.loops).then(() => true), expired]);
+    timer?.cancel();
+    if (!done) this.o.log.warn('Node status and lease loops still busy at shutdown; abandoning them', { timeoutMs });
+  }
+}
