@@ -9,6 +9,8 @@ import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { parseQuantity } from '../api/quantity.js';
+import { Reflector, type KubeObject } from '../client/reflector.js';
+import type { Node } from '../nodestatus/types.js';
 import type { ApiPodError, ManifestError } from '../sources/errors.js';
 import { isStaticPod } from '../sources/static-pod.js';
 import { StatusManager } from '../status/status-manager.js';
@@ -63,6 +65,11 @@ export class Kubelet {
   readonly statusManager: StatusManager;
   /** Mirror pods of static pods in the API (undefined standalone). */
   readonly mirrorPods?: MirrorPods;
+  /** This Node as its watch last saw it (upstream's node lister). */
+  private watchedNode?: Node;
+  private nodeWatch?: Reflector<KubeObject>;
+  private nodeWatchDone?: Promise<void>;
+  private readonly nodeWatchStop = new AbortController();
   /** ConfigMaps and Secrets for env and envFrom from the API (undefined standalone). */
   readonly objects?: ObjectManager;
   readonly cache = new PodCache();
@@ -143,6 +150,16 @@ export class Kubelet {
         hostIPs: this.hostIPs,
         plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
+        nodeLister: () => this.watchedNode,
+      });
+      // upstream's node informer: one watch of this Node instead of a GET every status sync
+      this.nodeWatch = new Reflector<KubeObject>({
+        client: deps.apiClient,
+        path: '/api/v1/nodes',
+        fieldSelector: `metadata.name=${this.nodeName}`,
+        clock: this.clock,
+        log: this.log,
+        handler: (e) => { this.watchedNode = e.type === 'DELETED' ? undefined : (e.object as unknown as Node); },
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -250,6 +267,7 @@ export class Kubelet {
     this.running = true;
     this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
+    if (this.nodeWatch) this.nodeWatchDone = this.nodeWatch.run(this.nodeWatchStop.signal);
     this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
@@ -289,6 +307,7 @@ export class Kubelet {
     this.timers.clear();
     // Bounded on its own: calls to a hung API server are aborted, not waited out.
     const agentStopped = this.nodeAgent?.stop();
+    this.nodeWatchStop.abort();
     this.podWorkers.stop();
     this.statusManager.stop();
     this.objects?.stop();
@@ -300,7 +319,7 @@ export class Kubelet {
     this.runtime.stop();
     this.cri.close();
     const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
-    const done = Promise.all([sources, runnerClosed, agentStopped, this.podWorkers.idle()]).then(() => true);
+    const done = Promise.all([sources, runnerClosed, agentStopped, this.nodeWatchDone, this.podWorkers.idle()]).then(() => true);
     let timer: Timer | undefined;
     const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
     const finished = await Promise.race([done, expired]);
@@ -384,7 +403,7 @@ export class Kubelet {
    * default labels).
    */
   admissionNode(): AdmissionNode {
-    const n = this.nodeAgent?.node() as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
+    const n = (this.watchedNode ?? this.nodeAgent?.node()) as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
     const alloc = n?.status?.allocatable ?? {};
     const parse = (k: string, milli = false): number | undefined => {
       if (alloc[k] === undefined) return undefined;

@@ -52,6 +52,8 @@ export interface NodeAgentOptions {
   /** PLEG's health (`PLEG is not healthy: ...` keeps the node NotReady). */
   plegHealthy?: () => { ok: boolean; message: string };
   recordEvent: NodeEventRecorder;
+  /** The Node as a watch of it last saw it (upstream's node lister); absent: a GET every status sync. */
+  nodeLister?: () => Node | undefined;
 }
 
 export class NodeAgent {
@@ -107,6 +109,7 @@ export class NodeAgent {
         },
       } : {}),
       recordEvent: nodeEvent,
+      ...(o.nodeLister ? { nodeLister: o.nodeLister } : {}),
       clock,
       log,
     });
