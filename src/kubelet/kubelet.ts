@@ -281,7 +281,10 @@ export class Kubelet {
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
     if (this.deps.apiClient) {
       if (!this.podConfig.startApiSource) throw new KubeletStartError('the pod sources cannot watch the API server');
-      this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => this.mirrorPods?.setMirrorPods(pods), logger: this.log });
+      this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => {
+          this.mirrorPods?.setMirrorPods(pods);
+          this.statusManager.mirrorPodsChanged();
+        }, logger: this.log });
     }
 
     // The syncLoop's tick is what keeps the process alive until it is stopped (as upstream's

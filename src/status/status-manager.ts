@@ -150,6 +150,22 @@ export class StatusManager {
     this.dirty(uid);
   }
 
+  /**
+   * The mirror pods changed: a static pod whose mirror pod is a new object (recreated after a
+   * delete) has its status sent again, to the new one.
+   */
+  mirrorPodsChanged(): void {
+    if (!this.reporting) return;
+    for (const e of this.statuses.values()) {
+      const pod = this.o.getPod?.(e.uid);
+      if (!pod || !this.o.isStatic?.(pod)) continue;
+      const uid = this.o.mirrorPodOf?.(pod)?.metadata.uid;
+      if (uid === undefined || uid === e.apiUID) continue;
+      e.syncedVersion = 0;
+      this.dirty(e.uid);
+    }
+  }
+
   /** Patches every pod whose status is ahead of the API now (tests, shutdown). */
   async flush(): Promise<void> {
     this.batchTimer?.cancel();

@@ -113,6 +113,10 @@ describe('Kubelet with an API client (test API server, runtime double)', () => {
       const m = apiPod('web-node-a');
       return m && m.metadata.uid !== mirror.metadata.uid && !m.metadata.deletionTimestamp;
     });
+    await until(h.clock, 'the new mirror carries the status too', () => {
+      const m = apiPod('web-node-a');
+      return m && m.metadata.uid !== mirror.metadata.uid && m.status?.startTime;
+    });
     assert.ok(!h.runtime.calls.some((c) => c.includes(mirror.metadata.uid!)), 'the mirror pod itself never runs');
     podConfig.setPods('file', []);
     await until(h.clock, 'the mirror pod deleted with its static pod', () => !apiPod('web-node-a'));
