@@ -13,6 +13,9 @@ import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey } from '../sources/s
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 
+/** No mirror pod call may hold the next reconcile pass up longer than this. */
+const MIRROR_CALL_TIMEOUT_MS = 30_000;
+
 export interface MirrorPodsOptions {
   client: RestClient;
   nodeName: string;
@@ -120,12 +123,12 @@ export class MirrorPods {
     try {
       this.o.log.info('Creating a mirror pod for static pod', { pod: podFullName(pod) });
       this.stats.creates++;
-      const created = await this.o.client.create<Pod>(path, body);
+      const created = await this.o.client.create<Pod>(path, body, { timeoutMs: MIRROR_CALL_TIMEOUT_MS });
       this.mirrors.set(podFullName(pod), created);
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
       // Created by an earlier pass whose watch event has not arrived: adopt it.
-      const existing = await this.o.client.get<Pod>(`${path}/${encodeURIComponent(pod.metadata.name!)}`);
+      const existing = await this.o.client.get<Pod>(`${path}/${encodeURIComponent(pod.metadata.name!)}`, { timeoutMs: MIRROR_CALL_TIMEOUT_MS });
       this.mirrors.set(podFullName(pod), existing);
       if (!isMirrorPodOf(existing, pod)) this.again = true;
     }
@@ -138,6 +141,7 @@ export class MirrorPods {
     try {
       await this.o.client.delete(`/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(m.metadata.name!)}`, {
         body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: m.metadata.uid } },
+        timeoutMs: MIRROR_CALL_TIMEOUT_MS,
       });
     } catch (err) {
       // Gone already, or replaced by another object of that name: ours is gone either way.
@@ -150,7 +154,7 @@ export class MirrorPods {
   private async nodeOwner(): Promise<OwnerReference | undefined> {
     if (!this.nodeUID) {
       try {
-        const node = await this.o.client.get<{ metadata?: { uid?: string } }>(`/api/v1/nodes/${encodeURIComponent(this.o.nodeName)}`);
+        const node = await this.o.client.get<{ metadata?: { uid?: string } }>(`/api/v1/nodes/${encodeURIComponent(this.o.nodeName)}`, { timeoutMs: MIRROR_CALL_TIMEOUT_MS, maxRetries: 0 });
         this.nodeUID = node?.metadata?.uid;
       } catch (err) {
         this.o.log.v(2).info('Node not found; mirror pod created without an owner', { node: this.o.nodeName, err: errorMessage(err) });
