@@ -4,7 +4,15 @@
 #include "cgroup_reader.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <unordered_map>
 
 #include <cerrno>
 #include <cstdint>
@@ -275,7 +283,11 @@ struct CgroupBatch {
   uint64_t* values = nullptr;
   uint8_t* state = nullptr;
   std::vector<DeviceRow> devices;
+  bool keep_open = false;  // read through the kept-open descriptor table
 };
+
+// Runs a batch, through the descriptor table when it asks for it.
+void RunBatch(CgroupBatch& batch);
 
 inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -329,29 +341,220 @@ bool ParseDevice(const char* p, const char* end, uint32_t* major, uint32_t* mino
   return true;
 }
 
+// Kept-open descriptors of cgroup files, shared by every batch that asks for them.
+//
+// A cgroup file re-read with pread at offset 0 regenerates its content, so a descriptor kept
+// open gives fresh figures for a third of the cost of open/read/close. Entries are per
+// directory (one per cgroup dir and version), in least-recently-used order.
+//
+// Budget: descriptors kept = min(budget, what fits under the high-water mark), where
+//   reserve    = max(1024, soft RLIMIT_NOFILE / 4)   (sockets, OOM watches, files of the agent)
+//   high_water = soft RLIMIT_NOFILE - reserve       (no kept descriptor numbered at or past it)
+//   budget     = max(0, high_water)                  (e.g. soft 20000 -> 15000 kept at most)
+// Linux hands out the lowest free number, so a new descriptor numbered past high_water means
+// the whole process holds that many: the table then sheds its least recently used entries
+// instead of keeping more. Past the budget, an entry not used by the current batch is
+// evicted (least recently used first); when every entry belongs to the current batch, the
+// rest of the batch is read with open/read/close, so a batch larger than the budget keeps
+// its first part open and does not thrash.
+//
+// A descriptor is dropped when its cgroup goes away: a read failing with ENODEV/ENOENT
+// (cgroupfs), or, on other filesystems (synthetic trees), a file whose link count fell to 0.
+// The next read of that path opens it again if it exists. Batches using the table run one
+// at a time (its mutex is held for the whole batch).
+constexpr size_t kMaxDirFiles = 16;
+static_assert(sizeof(kV1Files) / sizeof(kV1Files[0]) <= kMaxDirFiles, "v1 file table");
+static_assert(sizeof(kV2Files) / sizeof(kV2Files[0]) <= kMaxDirFiles, "v2 file table");
+
+constexpr long kCgroupSuperMagic = 0x27e0eb;
+constexpr long kCgroup2SuperMagic = 0x63677270;
+
+struct KeptDir {
+  std::string key;  // version digit + dir
+  int fds[kMaxDirFiles];
+  uint32_t open = 0;
+  bool kernfs = false;  // cgroupfs: removal shows as ENODEV on read
+  bool kernfs_known = false;
+  uint64_t gen = 0;  // batch that last used it
+};
+
+struct FdTableStats {
+  uint64_t kept_reads = 0;   // reads through a kept descriptor (pread)
+  uint64_t opens = 0;        // descriptors opened and kept
+  uint64_t fallbacks = 0;    // reads done with open/read/close past the budget
+  uint64_t evictions = 0;    // descriptors closed to make room (least recently used)
+  uint64_t gone = 0;         // descriptors dropped because their cgroup went away
+  uint64_t forgotten = 0;    // descriptors closed by forgetCgroups
+};
+
+class FdTable {
+ public:
+  FdTable() {
+    struct rlimit rl;
+    long soft = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      soft = rl.rlim_cur == RLIM_INFINITY ? (1L << 20) : static_cast<long>(rl.rlim_cur);
+    }
+    const long reserve = std::max(1024L, soft / 4);
+    high_water_ = std::max(0L, soft - reserve);
+    budget_ = static_cast<size_t>(high_water_);
+    soft_limit_ = soft;
+  }
+
+  std::mutex mu;
+
+  size_t budget() const { return budget_; }
+  long high_water() const { return high_water_; }
+  long soft_limit() const { return soft_limit_; }
+  size_t open() const { return open_; }
+  size_t dirs() const { return lru_.size(); }
+  const FdTableStats& stats() const { return stats_; }
+  FdTableStats& mutable_stats() { return stats_; }
+
+  // Sets the budget (tests, config); sheds descriptors past it at once.
+  void SetBudget(size_t budget) {
+    budget_ = budget;
+    while (open_ > budget_ && !lru_.empty()) EvictBack();
+  }
+
+  uint64_t BeginBatch() { return ++gen_; }
+
+  // The entry of (kind, dir), created when there is room; nullptr = read without keeping.
+  KeptDir* Get(uint8_t kind, const char* dir, size_t dlen) {
+    key_.assign(1, static_cast<char>('0' + kind));
+    key_.append(dir, dlen);
+    auto it = index_.find(key_);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      it->second->gen = gen_;
+      return &*it->second;
+    }
+    if (!MakeRoom(1)) return nullptr;
+    lru_.emplace_front();
+    KeptDir& d = lru_.front();
+    d.key = key_;
+    for (int& fd : d.fds) fd = -1;
+    d.gen = gen_;
+    index_.emplace(d.key, lru_.begin());
+    return &d;
+  }
+
+  // Whether a just-opened descriptor may be kept in `d` (else the caller closes it).
+  bool Keep(KeptDir* d, size_t slot, int fd) {
+    if (fd >= high_water_) {
+      // The process as a whole is past the mark: give back what this table holds, oldest first.
+      size_t excess = static_cast<size_t>(fd - high_water_) + 1;
+      while (excess > 0 && EvictStale(d)) excess = excess > 1 ? excess - 1 : 0;
+      return false;
+    }
+    if (!MakeRoom(1)) return false;
+    d->fds[slot] = fd;
+    ++d->open;
+    ++open_;
+    ++stats_.opens;
+    return true;
+  }
+
+  // Closes one descriptor of `d` (its file is gone or unreadable).
+  void Drop(KeptDir* d, size_t slot) {
+    if (d->fds[slot] < 0) return;
+    close(d->fds[slot]);
+    d->fds[slot] = -1;
+    --d->open;
+    --open_;
+  }
+
+  void DropAll(KeptDir* d, uint64_t* counter) {
+    for (size_t s = 0; s < kMaxDirFiles; ++s) {
+      if (d->fds[s] < 0) continue;
+      Drop(d, s);
+      if (counter) ++*counter;
+    }
+  }
+
+  // Closes the descriptors of every entry for `dir` (both versions).
+  void Forget(const char* dir, size_t dlen, uint64_t* counter) {
+    for (char kind : {'1', '2'}) {
+      key_.assign(1, kind);
+      key_.append(dir, dlen);
+      auto it = index_.find(key_);
+      if (it == index_.end()) continue;
+      DropAll(&*it->second, counter);
+      Erase(it->second);
+    }
+  }
+
+  // Removes entries left with no descriptor (dropped as gone, or never kept).
+  void Release(KeptDir* d) {
+    if (d->open != 0) return;
+    auto it = index_.find(d->key);
+    if (it != index_.end()) Erase(it->second);
+  }
+
+ private:
+  void Erase(std::list<KeptDir>::iterator it) {
+    index_.erase(it->key);
+    lru_.erase(it);
+  }
+
+  // Evicts the least recently used entry if it was not used by the current batch.
+  bool EvictStale(const KeptDir* keep) {
+    if (lru_.empty()) return false;
+    auto last = std::prev(lru_.end());
+    if (last->gen == gen_ || &*last == keep) return false;
+    DropAll(&*last, &stats_.evictions);
+    Erase(last);
+    return true;
+  }
+
+  void EvictBack() {
+    auto last = std::prev(lru_.end());
+    DropAll(&*last, &stats_.evictions);
+    Erase(last);
+  }
+
+  bool MakeRoom(size_t n) {
+    while (open_ + n > budget_) {
+      if (!EvictStale(nullptr)) return false;
+    }
+    return true;
+  }
+
+  std::list<KeptDir> lru_;  // front = most recently used
+  std::unordered_map<std::string, std::list<KeptDir>::iterator> index_;
+  std::string key_;
+  size_t open_ = 0;
+  size_t budget_ = 0;
+  long high_water_ = 0;
+  long soft_limit_ = 0;
+  uint64_t gen_ = 0;
+  FdTableStats stats_;
+};
+
+FdTable& Table() {
+  static FdTable* table = new FdTable();  // lives as long as the process (worker threads use it)
+  return *table;
+}
+
 class BatchReader {
  public:
-  explicit BatchReader(CgroupBatch& batch) : b_(batch) {}
+  // `table`: read through kept-open descriptors (its mutex held by the caller), or nullptr.
+  BatchReader(CgroupBatch& batch, FdTable* table) : b_(batch), table_(table) {}
 
   void Run() {
+    if (table_) table_->BeginBatch();
     for (uint32_t i = 0; i < b_.count; ++i) ReadCgroup(i);
   }
 
  private:
   static constexpr size_t kStackBuf = 16384;
 
-  // Reads a whole file; returns its length (data in *out) or -errno.
-  ssize_t ReadFile(const char* path, char* buf, const char** out) {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
+  // Reads a whole file from `fd` (at offset 0 when `positional`); length or -errno.
+  ssize_t ReadFd(int fd, bool positional, char* buf, const char** out) {
     ssize_t n;
-    do n = read(fd, buf, kStackBuf);
+    do n = positional ? pread(fd, buf, kStackBuf, 0) : read(fd, buf, kStackBuf);
     while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      const int e = errno;
-      close(fd);
-      return -e;
-    }
+    if (n < 0) return -errno;
     size_t len = static_cast<size_t>(n);
     *out = buf;
     // A short read is the whole file (seq_file and tmpfs fill the buffer); a full one may not be.
@@ -360,20 +563,70 @@ class BatchReader {
       memcpy(spill_.data(), buf, len);
       for (;;) {
         if (len == spill_.size()) spill_.resize(spill_.size() * 2);
-        const ssize_t m = read(fd, spill_.data() + len, spill_.size() - len);
+        const ssize_t m = positional ? pread(fd, spill_.data() + len, spill_.size() - len, static_cast<off_t>(len))
+                                     : read(fd, spill_.data() + len, spill_.size() - len);
         if (m < 0) {
           if (errno == EINTR) continue;
-          const int e = errno;
-          close(fd);
-          return -e;
+          return -errno;
         }
         if (m == 0) break;
         len += static_cast<size_t>(m);
       }
       *out = spill_.data();
     }
-    close(fd);
     return static_cast<ssize_t>(len);
+  }
+
+  // open/read/close; returns its length (data in *out) or -errno.
+  ssize_t ReadFile(const char* path, char* buf, const char** out) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    const ssize_t n = ReadFd(fd, false, buf, out);
+    close(fd);
+    return n;
+  }
+
+  static bool GoneErrno(ssize_t n) { return n == -ENODEV || n == -ENOENT || n == -ESTALE; }
+
+  // Through the table: pread on the kept descriptor, else open (and keep when the budget allows).
+  ssize_t ReadKept(KeptDir* d, size_t slot, const char* path, char* buf, const char** out) {
+    if (d->fds[slot] >= 0) {
+      const ssize_t n = ReadFd(d->fds[slot], true, buf, out);
+      if (n >= 0) {
+        ++table_->mutable_stats().kept_reads;
+        return n;
+      }
+      // The cgroup (or this file) went away: release the descriptor and look at the path again.
+      table_->Drop(d, slot);
+      if (GoneErrno(n)) ++table_->mutable_stats().gone;
+    }
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    const ssize_t n = ReadFd(fd, false, buf, out);
+    if (n < 0 || !table_->Keep(d, slot, fd)) {
+      if (n >= 0) ++table_->mutable_stats().fallbacks;
+      close(fd);
+      return n;
+    }
+    if (!d->kernfs_known) {
+      struct statfs sfs;
+      d->kernfs = fstatfs(fd, &sfs) == 0 && (static_cast<long>(sfs.f_type) == kCgroupSuperMagic ||
+                                            static_cast<long>(sfs.f_type) == kCgroup2SuperMagic);
+      d->kernfs_known = true;
+    }
+    return n;
+  }
+
+  // Outside cgroupfs a removed file stays readable through its descriptor: check its link count.
+  void DropIfUnlinked(KeptDir* d) {
+    if (d->kernfs || d->open == 0) return;
+    for (size_t s = 0; s < kMaxDirFiles; ++s) {
+      if (d->fds[s] < 0) continue;
+      struct stat st;
+      if (fstat(d->fds[s], &st) == 0 && st.st_nlink > 0) return;
+      table_->DropAll(d, &table_->mutable_stats().gone);
+      return;
+    }
   }
 
   static bool DirGone(const char* dir) {
@@ -391,6 +644,8 @@ class BatchReader {
     dev_start_ = b_.devices.size();
     cgroup_ = i;
     bool missing = false;
+    KeptDir* kept = nullptr;
+    int kept_slot = -1;
 
     for (size_t f = 0; f < nfiles; ++f) {
       const FileSpec& spec = files[f];
@@ -404,8 +659,16 @@ class BatchReader {
       path[dlen] = '/';
       memcpy(path + dlen + 1, spec.name, nlen + 1);
 
+      if (table_ && kept_slot != spec.slot) {
+        // Files of one slot are consecutive in the tables: one lookup per directory.
+        if (kept) table_->Release(kept);
+        kept = table_->Get(b_.kinds[i], dir, dlen);
+        kept_slot = spec.slot;
+        if (kept) DropIfUnlinked(kept);
+      }
+
       const char* data = nullptr;
-      const ssize_t n = ReadFile(path, buf, &data);
+      const ssize_t n = kept ? ReadKept(kept, f, path, buf, &data) : ReadFile(path, buf, &data);
       if (n < 0) {
         // A missing file is an absent field unless its whole directory is gone; a v1 cgroup's
         // unified dir only adds PSI, so its absence does not make the cgroup missing.
@@ -417,14 +680,25 @@ class BatchReader {
       }
       ParseFile(spec, data, data + n, vals, st);
     }
+    if (kept) table_->Release(kept);
 
     if (missing) {
+      // A cgroup gone from one hierarchy is gone: release what its other dirs still hold.
+      if (table_) ForgetCgroup(i);
       memset(vals, 0, sizeof(uint64_t) * kFieldCount);
       memset(st, 0, kFieldCount);
       b_.devices.resize(dev_start_);
       b_.status[i] = kMissing;
     } else {
       b_.status[i] = kOk;
+    }
+  }
+
+  void ForgetCgroup(uint32_t i) {
+    for (size_t s = 0; s < kSlotCount; ++s) {
+      const size_t e = static_cast<size_t>(i) * kSlotCount + s;
+      if (b_.entry_len[e] == 0) continue;
+      table_->Forget(b_.paths.data() + b_.entry[e], b_.entry_len[e], &table_->mutable_stats().gone);
     }
   }
 
@@ -582,10 +856,21 @@ class BatchReader {
   }
 
   CgroupBatch& b_;
+  FdTable* table_;
   std::vector<char> spill_;
   size_t dev_start_ = 0;
   uint32_t cgroup_ = 0;
 };
+
+void RunBatch(CgroupBatch& batch) {
+  if (!batch.keep_open) {
+    BatchReader(batch, nullptr).Run();
+    return;
+  }
+  FdTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mu);
+  BatchReader(batch, &table).Run();
+}
 
 // Output arrays allocated on the main thread before the read; the worker fills them.
 struct BatchBuffers {
@@ -606,6 +891,10 @@ std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuff
   }
   Napi::Uint8Array kinds = kinds_arr.As<Napi::Uint8Array>();
   auto batch = std::make_unique<CgroupBatch>();
+  if (info.Length() >= 3 && !info[2].IsUndefined()) {
+    if (!info[2].IsBoolean()) throw Napi::TypeError::New(env, "readCgroups: keepOpen must be a boolean");
+    batch->keep_open = info[2].As<Napi::Boolean>().Value();
+  }
   batch->count = static_cast<uint32_t>(kinds.ElementLength());
   batch->kinds.assign(kinds.Data(), kinds.Data() + kinds.ElementLength());
   for (uint8_t k : batch->kinds) {
@@ -672,7 +961,7 @@ class ReadCgroupsWorker : public Napi::AsyncWorker {
  protected:
   void Execute() override {
     try {
-      BatchReader(*batch_).Run();
+      RunBatch(*batch_);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -697,7 +986,7 @@ Napi::Value ReadCgroupsSync(const Napi::CallbackInfo& info) {
   BatchBuffers buffers;
   std::unique_ptr<CgroupBatch> batch = ParseArgs(info, &buffers);
   try {
-    BatchReader(*batch).Run();
+    RunBatch(*batch);
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
   }
@@ -711,6 +1000,58 @@ Napi::Value ReadCgroupsAsync(const Napi::CallbackInfo& info) {
   Napi::Promise promise = worker->Promise();
   worker->Queue();  // the worker deletes itself after OnOK/OnError
   return promise;
+}
+
+// forgetCgroups(dirs: string): closes the kept descriptors of each NUL-terminated dir.
+Napi::Value ForgetCgroups(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsString()) {
+    throw Napi::TypeError::New(info.Env(), "forgetCgroups(dirs: string)");
+  }
+  const std::string dirs = info[0].As<Napi::String>().Utf8Value();
+  FdTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mu);
+  size_t start = 0;
+  for (size_t at = 0; at < dirs.size(); ++at) {
+    if (dirs[at] != '\0') continue;
+    if (at > start) table.Forget(dirs.data() + start, at - start, &table.mutable_stats().forgotten);
+    start = at + 1;
+  }
+  return info.Env().Undefined();
+}
+
+// cgroupFdTable(): the table's budget, what it holds and its counters.
+// Takes the table's lock: it waits for a batch in progress.
+Napi::Value CgroupFdTable(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  FdTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mu);
+  Napi::Object o = Napi::Object::New(env);
+  const FdTableStats& s = table.stats();
+  o.Set("softLimit", Napi::Number::New(env, static_cast<double>(table.soft_limit())));
+  o.Set("highWater", Napi::Number::New(env, static_cast<double>(table.high_water())));
+  o.Set("budget", Napi::Number::New(env, static_cast<double>(table.budget())));
+  o.Set("open", Napi::Number::New(env, static_cast<double>(table.open())));
+  o.Set("dirs", Napi::Number::New(env, static_cast<double>(table.dirs())));
+  o.Set("keptReads", Napi::Number::New(env, static_cast<double>(s.kept_reads)));
+  o.Set("opens", Napi::Number::New(env, static_cast<double>(s.opens)));
+  o.Set("fallbacks", Napi::Number::New(env, static_cast<double>(s.fallbacks)));
+  o.Set("evictions", Napi::Number::New(env, static_cast<double>(s.evictions)));
+  o.Set("gone", Napi::Number::New(env, static_cast<double>(s.gone)));
+  o.Set("forgotten", Napi::Number::New(env, static_cast<double>(s.forgotten)));
+  return o;
+}
+
+// setCgroupFdBudget(n): caps the descriptors kept (below the derived one only); returns it.
+Napi::Value SetCgroupFdBudget(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "setCgroupFdBudget(n: number)");
+  const double n = info[0].As<Napi::Number>().DoubleValue();
+  if (!(n >= 0)) throw Napi::TypeError::New(env, "setCgroupFdBudget: n must be >= 0");
+  FdTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mu);
+  const double cap = static_cast<double>(std::max(0L, table.high_water()));
+  table.SetBudget(static_cast<size_t>(std::min(n, cap)));
+  return Napi::Number::New(env, static_cast<double>(table.budget()));
 }
 
 Napi::Value FieldNames(const Napi::CallbackInfo& info) {
@@ -732,6 +1073,9 @@ void InitCgroupReader(Napi::Env env, Napi::Object exports) {
   exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));
   exports.Set("readCgroupsSync", Napi::Function::New(env, ReadCgroupsSync, "readCgroupsSync"));
   exports.Set("readCgroupsAsync", Napi::Function::New(env, ReadCgroupsAsync, "readCgroupsAsync"));
+  exports.Set("forgetCgroups", Napi::Function::New(env, ForgetCgroups, "forgetCgroups"));
+  exports.Set("cgroupFdTable", Napi::Function::New(env, CgroupFdTable, "cgroupFdTable"));
+  exports.Set("setCgroupFdBudget", Napi::Function::New(env, SetCgroupFdBudget, "setCgroupFdBudget"));
 }
 
 }  // namespace kts

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
-//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes api
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes density api
 // With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +15,7 @@ const benches = {
   soak: ['bench/soak.js'],
   probes: ['bench/probes.js'],
   api: ['bench/api.js'],
+  density: ['bench/density.js'],
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches).filter((n) => n !== 'soak');
 let failed = false;

@@ -25,8 +25,10 @@ done
 
 [ "$(id -u)" = 0 ] || kts_die "must run as root (containerd, mounts and network namespaces need it)"
 
+# openssl: the kubelet's self-signed serving certificate; python3-prometheus-client: the
+# Prometheus text parser the metrics endpoints' tests check their output with.
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static
-  gcc libc6-dev iproute2 clang libbpf-dev bpftool)
+  gcc libc6-dev iproute2 clang libbpf-dev bpftool openssl python3-prometheus-client)
 
 missing_packages() {
   local pkg

@@ -10,6 +10,9 @@ import { loadNative } from './native.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { metricsHandler } from './server/server.js';
+import { buildSecureServing } from './server/secure.js';
+import { isKubeletError } from './util/errors.js';
+import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
@@ -19,6 +22,8 @@ import type { Logger } from './util/log.js';
 
 /** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
+/** The longest one API server call (retries included) may take before it is abandoned. */
+export const API_CALL_TIMEOUT_MS = 60_000;
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim-runtime') {
@@ -83,7 +88,34 @@ export async function main(argv: string[]): Promise<number> {
     },
     log,
   });
+  let secure;
+  if (config.enableServer) {
+    try {
+      secure = await buildSecureServing({
+        config,
+        nodeName: kubelet.nodeName,
+        hostname: kubelet.nodeName,
+        certDirectory: flags.certDirectory ?? join(flags.rootDir, 'pki'),
+        apiClient: deps.apiClient,
+        clock: deps.clock,
+        log,
+        statsRoutes: statsRoutes(stats),
+        metrics: kubelet.metrics,
+        probeMetrics: kubelet.probes?.metrics.registry,
+        cadvisor: { getSummary: () => stats.getSummary(), getPods: () => kubelet.getPods(), podCgroupName: (p) => kubelet.podCgroupName(p) },
+        runningPods: () => kubelet.runningPods(),
+      });
+    } catch (err) {
+      // Upstream exits here; standalone kubelet-ts (no --kubeconfig yet) keeps running without 10250.
+      if (!isKubeletError(err, 'ERR_SERVER_AUTH_CONFIG')) {
+        log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+        return 1;
+      }
+      log.error('Not serving the kubelet API (port)', { port: config.port, err: (err as Error).message });
+    }
+  }
   const server = new KubeletServer({
+    secure,
     routes: new Map([
       ...statsRoutes(stats),
       ['/metrics', metricsHandler(kubelet.metrics)],
@@ -122,11 +154,12 @@ export async function main(argv: string[]): Promise<number> {
 export function apiClientFrom(config: Pick<KubeletConfig, 'kubeAPIQPS' | 'kubeAPIBurst' | 'contentType'>, flags: Pick<KubeletFlags, 'kubeconfig'>, log: Logger): RestClient | undefined {
   if (flags.kubeconfig === undefined) return undefined;
   const rest = loadKubeconfig(flags.kubeconfig);
-  // kubelet-ts encodes only JSON, which every API server accepts for every kind.
-  if (config.contentType === CONTENT_TYPE_PROTOBUF) log.v(2).info('Talking JSON to the API server (protobuf is not spoken by kubelet-ts)', { contentType: config.contentType });
-  log.info('Using the API server', { server: rest.server, kubeconfig: rest.source, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst });
-  // kubeAPIQPS 0 means no client-side limit (RestClient: qps <= 0).
-  return new RestClient(rest, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, userAgent: 'kubelet-ts' });
+  // kubelet-ts encodes only JSON, which every API server accepts for every kind: say so when protobuf is asked for.
+  const wire = config.contentType === CONTENT_TYPE_PROTOBUF ? { contentType: config.contentType, spoken: 'application/json (protobuf is not implemented)' } : { contentType: config.contentType };
+  log.info('Using the API server', { server: rest.server, kubeconfig: rest.source, qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, ...wire });
+  // kubeAPIQPS 0 means no client-side limit (RestClient: qps <= 0). Every call has a deadline
+  // (watches excepted: they end on the server's timeout).
+  return new RestClient(rest, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst, timeoutMs: API_CALL_TIMEOUT_MS, userAgent: 'kubelet-ts' });
 }
 
 /**

@@ -25,8 +25,31 @@ export interface NativeAddon {
   fieldNames?(): string[];
   clockTicks?(): number;
   /** kinds[i] = cgroup version; paths = 6 NUL-terminated dirs per cgroup (CGROUP_SLOTS order). */
-  readCgroupsSync?(kinds: Uint8Array, paths: string): NativeRawCgroupBatch;
-  readCgroupsAsync?(kinds: Uint8Array, paths: string): Promise<NativeRawCgroupBatch>;
+  readCgroupsSync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): NativeRawCgroupBatch;
+  readCgroupsAsync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): Promise<NativeRawCgroupBatch>;
+  /** Closes the kept-open descriptors of each NUL-terminated cgroup dir. */
+  forgetCgroups?(dirs: string): void;
+  cgroupFdTable?(): NativeCgroupFdTable;
+  /** Caps the kept-open descriptors (never above the derived budget); returns the budget. */
+  setCgroupFdBudget?(n: number): number;
+}
+
+/** The native reader's kept-open descriptor table (native/cgroup_reader.cc). */
+export interface NativeCgroupFdTable {
+  /** RLIMIT_NOFILE soft limit seen when the table was made. */
+  softLimit: number;
+  /** softLimit - max(1024, softLimit/4): no kept descriptor is numbered at or past it. */
+  highWater: number;
+  /** Descriptors the table may keep. */
+  budget: number;
+  open: number;
+  dirs: number;
+  keptReads: number;
+  opens: number;
+  fallbacks: number;
+  evictions: number;
+  gone: number;
+  forgotten: number;
 }
 
 export interface NativeLoadResult {

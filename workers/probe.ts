@@ -1,11 +1,12 @@
 // Probe execution (upstream: pkg/probe/http, tcp, grpc), as a Piscina task module: the pool
 // runs it off the main thread, and the main thread can import the same functions. Every probe
 // socket is reset on close (SO_LINGER 0, as upstream now does) so probes leave no TIME_WAIT.
+// serve() is the pool's long-lived task: probe batches in and result batches out on a port.
 
-import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import * as http2 from 'node:http2';
+import type { MessagePort } from 'node:worker_threads';
 
 /** The request shapes mirror src/prober/types.ts (kept structural: a worker imports nothing from src). */
 export interface HttpProbeRequest { kind: 'http'; scheme: 'HTTP' | 'HTTPS'; host: string; port: number; path: string; headers: [string, string][]; timeoutMs: number }
@@ -21,33 +22,42 @@ export const MAX_REDIRECTS = 10;
 
 const hostPort = (host: string, port: number): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-/** Closes with RST: the socket skips TIME_WAIT. */
+/**
+ * Closes with RST so the socket skips TIME_WAIT. A socket already shutting down (the peer
+ * closed first, as busybox httpd does, and Node answered its FIN) cannot be reset: Node would
+ * then drop the handle without closing it, leaking the descriptor and leaving a worker thread
+ * that never finishes terminating (process.exit hangs). It is closed plainly; the TIME_WAIT is
+ * the peer's, which closed first.
+ */
 function reset(sock: net.Socket | null | undefined): void {
   if (!sock || sock.destroyed) return;
-  // a peer that already closed makes the reset fail (EINVAL): that error is of no interest
   sock.on('error', () => {});
+  if (sock.writableEnded || sock.readyState === 'opening' || typeof sock.resetAndDestroy !== 'function') {
+    sock.destroy();
+    return;
+  }
   try {
-    if (typeof sock.resetAndDestroy === 'function' && sock.readyState !== 'opening') sock.resetAndDestroy();
-    else sock.destroy();
+    sock.resetAndDestroy();
   } catch {
+    // not a TCP handle (TLS): a plain close
     sock.destroy();
   }
 }
 
 interface HttpAnswer { status: number; body: string; location?: string }
 
+/** HTTPS through Node's client (TLS), with a keep-alive agent of its own so this side resets the socket. */
 function httpGetOnce(url: URL, headers: [string, string][], timeoutMs: number, signal: AbortSignal): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const mod = url.protocol === 'https:' ? https : http;
-    const hdrs: Record<string, string> = {};
+        const hdrs: Record<string, string> = {};
     for (const [k, v] of headers) {
       // upstream: a Host header sets the request's host
       hdrs[k] = v;
     }
     let settled = false;
     // A keep-alive agent of its own: Node then leaves the socket open after the response and this side resets it (no FIN, no TIME_WAIT).
-    const agent = url.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false }) : new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const req = mod.request(url, { method: 'GET', headers: hdrs, agent, signal, rejectUnauthorized: false } as https.RequestOptions, (res) => {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false });
+    const req = https.request(url, { method: 'GET', headers: hdrs, agent, signal, rejectUnauthorized: false } as https.RequestOptions, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       const done = (): void => {
@@ -83,15 +93,147 @@ function httpGetOnce(url: URL, headers: [string, string][], timeoutMs: number, s
   });
 }
 
+/** The most header bytes a probe answer may carry (Go's default MaxHeaderBytes is 1 MiB; a probe needs far less). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+class DeadlineError extends Error {
+  override name = 'TimeoutError';
+}
+
+/**
+ * One plain-HTTP GET on a socket of its own, without Node's HTTP client (a third of its CPU
+ * per probe): the answer's status, Location and at most MAX_RESPONSE_BODY of body
+ * (Content-Length, chunked, or up to close); then the socket is reset (no TIME_WAIT). No
+ * `Connection: close` (upstream sends one): a server told so closes first, and its side of
+ * the connection then sits in TIME_WAIT unless this side's reset comes before its FIN.
+ */
+function plainGetOnce(url: URL, headers: [string, string][], deadlineAt: number): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    let host = url.host;
+    let extra = '';
+    for (const [k, v] of headers) {
+      // upstream: a Host header sets the request's host
+      if (k.toLowerCase() === 'host') host = v;
+      else if (!/[\r\n]/.test(k + v)) extra += `${k}: ${v}\r\n`;
+    }
+    const request = `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${host}\r\n${extra}\r\n`;
+    const sock = net.connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) });
+    let settled = false;
+    let head: Buffer<ArrayBufferLike> | undefined = Buffer.alloc(0);
+    let status = 0;
+    let location: string | undefined;
+    // body framing: -1 until close, -2 chunked, else the bytes left
+    let left = -1;
+    const body: Buffer[] = [];
+    let bodySize = 0;
+    let chunkBuf: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+    const settle = (err: Error | undefined, a?: HttpAnswer): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reset(sock);
+      if (err) reject(err);
+      else resolve(a!);
+    };
+    const answer = (): void => settle(undefined, { status, body: Buffer.concat(body).subarray(0, MAX_RESPONSE_BODY).toString('utf8'), location });
+    const take = (b: Buffer): boolean => {
+      body.push(b);
+      bodySize += b.length;
+      return bodySize >= MAX_RESPONSE_BODY;
+    };
+    // chunked: size line, data, CRLF ... 0 CRLF
+    const chunked = (b: Buffer): void => {
+      chunkBuf = chunkBuf.length ? Buffer.concat([chunkBuf, b]) : b;
+      for (;;) {
+        const eol = chunkBuf.indexOf('\r\n');
+        if (eol < 0) return;
+        const size = parseInt(chunkBuf.subarray(0, eol).toString('latin1'), 16);
+        if (!Number.isFinite(size) || size < 0) return settle(new Error('malformed chunked encoding'));
+        if (size === 0) return answer();
+        if (chunkBuf.length < eol + 2 + size + 2) {
+          // a large chunk: what arrived counts towards the body limit already
+          if (chunkBuf.length - eol - 2 >= MAX_RESPONSE_BODY) { take(chunkBuf.subarray(eol + 2)); return answer(); }
+          return;
+        }
+        if (take(chunkBuf.subarray(eol + 2, eol + 2 + size))) return answer();
+        chunkBuf = chunkBuf.subarray(eol + 2 + size + 2);
+      }
+    };
+    const onBody = (b: Buffer): void => {
+      if (left === -2) return chunked(b);
+      if (left >= 0) {
+        const part = b.subarray(0, left);
+        left -= part.length;
+        if (take(part) || left === 0) answer();
+        return;
+      }
+      if (take(b)) answer();
+    };
+    const onHead = (b: Buffer): void => {
+      head = head!.length ? Buffer.concat([head!, b]) : b;
+      for (;;) {
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (head.length > MAX_HEADER_BYTES) settle(new Error('net/http: server response headers exceeded the limit'));
+          return;
+        }
+        const lines = head.subarray(0, end).toString('latin1').split('\r\n');
+        const m = /^HTTP\/\d\.\d (\d{3})/.exec(lines[0]!);
+        if (!m) return settle(new Error(`malformed HTTP response ${JSON.stringify(lines[0]!.slice(0, 40))}`));
+        const code = Number(m[1]);
+        const rest = head.subarray(end + 4);
+        // 1xx answers precede the real one
+        if (code >= 100 && code < 200 && code !== 101) {
+          head = rest;
+          continue;
+        }
+        status = code;
+        let chunkedEnc = false;
+        left = -1;
+        for (let i = 1; i < lines.length; i++) {
+          const line = lines[i]!;
+          const c = line.indexOf(':');
+          if (c <= 0) continue;
+          const name = line.slice(0, c).trim().toLowerCase();
+          const value = line.slice(c + 1).trim();
+          if (name === 'location') location = value;
+          else if (name === 'content-length') left = Number(value);
+          else if (name === 'transfer-encoding' && /chunked/i.test(value)) chunkedEnc = true;
+        }
+        if (chunkedEnc) left = -2;
+        if (!(left >= -2) || !Number.isInteger(left)) return settle(new Error('malformed Content-Length'));
+        head = undefined;
+        // no body: 204, 304, HEAD-less 1xx, or an explicit zero length
+        if (code === 204 || code === 304 || left === 0) return answer();
+        if (rest.length) onBody(rest);
+        return;
+      }
+    };
+    const timer = setTimeout(() => settle(new DeadlineError('deadline')), Math.max(0, deadlineAt - Date.now()));
+    sock.setNoDelay(true);
+    sock.once('connect', () => sock.write(request));
+    sock.on('data', (b: Buffer) => {
+      if (settled) return;
+      if (head) onHead(b);
+      else onBody(b);
+    });
+    sock.once('end', () => {
+      if (head) settle(new Error('EOF'));
+      else answer();
+    });
+    sock.once('error', (err) => settle(err));
+  });
+}
+
 /** upstream httpprobe: 2xx success, 3xx warning (redirect not followed), anything else failure. */
 export async function httpProbe(r: HttpProbeRequest): Promise<ProbeOutcome> {
   const scheme = r.scheme === 'HTTPS' ? 'https' : 'http';
   let url = new URL(`${scheme}://${hostPort(r.host, r.port)}${r.path}`);
   const firstHost = url.hostname;
-  const deadline = AbortSignal.timeout(r.timeoutMs);
+  const deadlineAt = Date.now() + r.timeoutMs;
   try {
     for (let hops = 0; ; hops++) {
-      const a = await httpGetOnce(url, r.headers, r.timeoutMs, deadline);
+      const a = url.protocol === 'http:' ? await plainGetOnce(url, r.headers, deadlineAt) : await httpGetOnce(url, r.headers, r.timeoutMs, AbortSignal.timeout(Math.max(1, deadlineAt - Date.now())));
       if (a.status >= 300 && a.status < 400 && a.location) {
         const next = new URL(a.location, url);
         // Another host: not followed; the redirect itself is the answer (a warning).
@@ -169,30 +311,94 @@ export function decodeHealthCheckResponse(b: Buffer): number {
   return status;
 }
 
-/** upstream grpc probe: grpc.health.v1.Health/Check on the service; SERVING is success. */
+/** gRPC status codes the probe names (google.golang.org/grpc/codes). */
+const GRPC_CODES = ['OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied', 'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated'];
+const UNIMPLEMENTED = 12;
+const DEADLINE_EXCEEDED = 4;
+
+function grpcMessage(v: unknown): string {
+  if (typeof v !== 'string') return '';
+  try { return decodeURIComponent(v); } catch { return v; }
+}
+
+/**
+ * upstream grpc probe: grpc.health.v1.Health/Check on the service; SERVING is success. One
+ * unary call on HTTP/2 over a connection of its own, which this side resets when done: a
+ * gRPC client's graceful close sends the first FIN and leaves the socket in TIME_WAIT.
+ */
 export function grpcProbe(r: GrpcProbeRequest): Promise<ProbeOutcome> {
   const addr = hostPort(r.host, r.port);
-  const client = new grpc.Client(addr, grpc.credentials.createInsecure(), { 'grpc.enable_retries': 0, 'grpc.max_reconnect_backoff_ms': r.timeoutMs });
-  const deadline = Date.now() + r.timeoutMs;
+  const secs = `${r.timeoutMs / 1000}s`;
   return new Promise<ProbeOutcome>((resolve) => {
-    client.makeUnaryRequest<Buffer, number>(
-      '/grpc.health.v1.Health/Check',
-      (b) => b,
-      decodeHealthCheckResponse,
-      encodeHealthCheckRequest(r.service),
-      new grpc.Metadata(),
-      { deadline },
-      (err, status) => {
-        if (err) {
-          if (err.code === grpc.status.UNIMPLEMENTED) return resolve({ result: 'failure', output: `this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` });
-          if (err.code === grpc.status.DEADLINE_EXCEEDED) return resolve({ result: 'failure', output: `timeout: failed to connect service "${addr}" within ${r.timeoutMs / 1000}s` });
-          return resolve({ result: 'failure', output: `error: health rpc probe failed: ${err.details || err.message}` });
-        }
-        if (status !== 1) return resolve({ result: 'failure', output: `service unhealthy (responded with "${SERVING_STATUS[status ?? 0] ?? status}")` });
-        resolve({ result: 'success', output: 'service is serving' });
+    let settled = false;
+    let connected = false;
+    let sock: net.Socket | undefined;
+    const finish = (o: ProbeOutcome): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reset(sock);
+      session.destroy();
+      resolve(o);
+    };
+    const timer = setTimeout(() => finish({
+      result: 'failure',
+      output: connected ? `timeout: health rpc did not complete within ${secs}` : `timeout: failed to connect service "${addr}" within ${secs}`,
+    }), r.timeoutMs);
+    const session = http2.connect(`http://${addr}`, {
+      createConnection: () => {
+        sock = net.connect({ host: r.host, port: r.port });
+        sock.setNoDelay(true);
+        sock.once('connect', () => { connected = true; });
+        return sock;
       },
-    );
-  }).finally(() => client.close());
+      settings: { enablePush: false },
+    });
+    const failed = (err: Error): void => {
+      if (connected) return finish({ result: 'failure', output: `error: health rpc probe failed: ${err.message}` });
+      // the stream fails first, naming the connect error as its cause
+      const cause = (err as { cause?: Error }).cause ?? err;
+      finish({ result: 'failure', output: `error: failed to connect service at "${addr}": ${cause.message}` });
+    };
+    session.on('error', failed);
+    const msg = encodeHealthCheckRequest(r.service);
+    const frame = Buffer.alloc(5 + msg.length);
+    frame.writeUInt32BE(msg.length, 1);
+    msg.copy(frame, 5);
+    const call = session.request({
+      ':method': 'POST',
+      ':path': '/grpc.health.v1.Health/Check',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': `${Math.max(1, Math.ceil(r.timeoutMs))}m`,
+    });
+    let head: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    call.on('response', (h) => { head = h; });
+    call.on('trailers', (t) => { trailers = t; });
+    call.on('data', (c: Buffer) => chunks.push(c));
+    call.on('error', failed);
+    call.on('end', () => {
+      const httpStatus = Number(head[':status'] ?? 0);
+      // A trailers-only answer carries grpc-status in the headers.
+      const st = trailers['grpc-status'] ?? head['grpc-status'];
+      if (st === undefined) {
+        return finish({ result: 'failure', output: `error: health rpc probe failed: rpc error: code = Unknown desc = unexpected HTTP status code ${httpStatus} with no grpc-status` });
+      }
+      const code = Number(st);
+      const desc = grpcMessage(trailers['grpc-message'] ?? head['grpc-message']);
+      if (code === UNIMPLEMENTED) return finish({ result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${desc}` });
+      if (code === DEADLINE_EXCEEDED) return finish({ result: 'failure', output: `timeout: health rpc did not complete within ${secs}` });
+      if (code !== 0) return finish({ result: 'failure', output: `error: health rpc probe failed: rpc error: code = ${GRPC_CODES[code] ?? `Code(${code})`} desc = ${desc}` });
+      const body = Buffer.concat(chunks);
+      const len = body.length >= 5 ? body.readUInt32BE(1) : 0;
+      const status = decodeHealthCheckResponse(body.subarray(5, 5 + len));
+      if (status !== 1) return finish({ result: 'failure', output: `service unhealthy (responded with "${SERVING_STATUS[status] ?? status}")` });
+      finish({ result: 'success', output: 'service is serving' });
+    });
+    call.end(frame);
+  });
 }
 
 export function runNetworkProbe(r: NetworkProbeRequest): Promise<ProbeOutcome> {
@@ -201,6 +407,55 @@ export function runNetworkProbe(r: NetworkProbeRequest): Promise<ProbeOutcome> {
     case 'tcp': return tcpProbe(r);
     case 'grpc': return grpcProbe(r);
   }
+}
+
+/** Outcome codes on the wire between the pool and the main thread (index into this list). */
+export const OUTCOME_CODES = ['success', 'warning', 'failure', 'unknown'] as const;
+
+/** How long a pool thread gathers results before posting them (far below any probe period). */
+export const RESULT_FLUSH_MS = 2;
+
+/** What the main thread posts to a pool thread: the probes started in one turn of its loop. */
+export interface ProbeBatch { ids: number[]; reqs: NetworkProbeRequest[] }
+/** What a pool thread posts back: the probes that ended in one turn of its loop (no output for a success). */
+export interface ResultBatch { ids: number[]; codes: number[]; outputs: string[] }
+
+/**
+ * A Piscina task that serves probes for as long as its port is open: batches of requests in,
+ * batches of results out (gathered for RESULT_FLUSH_MS), rather than two messages per probe.
+ */
+export function serve({ port }: { port: MessagePort }): Promise<void> {
+  return new Promise((done) => {
+    let out: ResultBatch = { ids: [], codes: [], outputs: [] };
+    let flushing = false;
+    const flush = (): void => {
+      flushing = false;
+      const b = out;
+      out = { ids: [], codes: [], outputs: [] };
+      port.postMessage(b);
+    };
+    const settle = (id: number, o: ProbeOutcome): void => {
+      out.ids.push(id);
+      out.codes.push(OUTCOME_CODES.indexOf(o.result));
+      out.outputs.push(o.result === 'success' ? '' : o.output);
+      if (!flushing) {
+        flushing = true;
+        // results of the next few ms travel together: one message, not one per probe
+        setTimeout(flush, RESULT_FLUSH_MS);
+      }
+    };
+    port.on('message', (m: ProbeBatch | { close: true }) => {
+      if ('close' in m) {
+        port.close();
+        return;
+      }
+      for (let i = 0; i < m.ids.length; i++) {
+        const id = m.ids[i]!;
+        runNetworkProbe(m.reqs[i]!).then((o) => settle(id, o), (err: Error) => settle(id, { result: 'unknown', output: err.message }));
+      }
+    });
+    port.once('close', () => done());
+  });
 }
 
 /** The Piscina task: one probe request in, its outcome out. */

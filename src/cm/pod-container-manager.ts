@@ -3,7 +3,7 @@
 // cgroup but never the pod parent, so kubelet-ts creates and removes these itself, on
 // cgroup v1 (one directory per controller hierarchy) and v2 (one unified directory).
 
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { Pod, QOSClass } from '../api/types.js';
 import { getPodQOS } from '../api/qos.js';
@@ -40,6 +40,12 @@ interface PodCgroupPlace {
 export class PodContainerManager {
   private readonly base: string;
   private readonly parents: string[];
+  /**
+   * Pod cgroups this process made, with the limits it wrote (name → key). A pod resyncs every
+   * syncFrequency: while its cgroup is there with the same limits, one stat replaces the mkdir
+   * in every hierarchy and the limit writes (at 1000 pods, most of the kubelet's idle CPU).
+   */
+  private readonly ensured = new Map<string, string>();
 
   constructor(private readonly opts: PodContainerManagerOptions) {
     const root = opts.cgroupRoot.replace(/\/+$/, '');
@@ -65,9 +71,29 @@ export class PodContainerManager {
     const name = this.podCgroupName(pod);
     const place = this.place(name);
     const res = podCgroupResources(pod);
-    if (cgroupMode(this.opts.mounts) === 'v2') await this.ensureV2(place, res);
+    const v2 = cgroupMode(this.opts.mounts) === 'v2';
+    const key = JSON.stringify(res);
+    const probe = this.probeDir(place, v2);
+    if (this.ensured.get(name) === key && probe !== undefined) {
+      try {
+        await access(probe);
+        return name;
+      } catch {
+        // removed behind our back: make it again
+      }
+    }
+    this.ensured.delete(name);
+    if (v2) await this.ensureV2(place, res);
     else await this.ensureV1(place, res);
+    this.ensured.set(name, key);
     return name;
+  }
+
+  /** The directory whose presence stands for the pod cgroup (the memory hierarchy's on v1). */
+  private probeDir(place: PodCgroupPlace, v2: boolean): string | undefined {
+    const { mounts } = this.opts;
+    const m = v2 ? mounts.unified : (mounts.v1.memory ?? mounts.v1.cpu);
+    return m && cgroupDirUnder(m, place.parent, place.leaf);
   }
 
   /**
@@ -128,6 +154,7 @@ export class PodContainerManager {
   /** Removes a pod cgroup from every hierarchy (children first). Missing dirs are fine. */
   async remove(cgroupName: string): Promise<void> {
     const place = this.place(cgroupName);
+    this.ensured.delete(cgroupName);
     const failures: string[] = [];
     let cause: unknown;
     await Promise.all(allHierarchies(this.opts.mounts).map(async (m) => {

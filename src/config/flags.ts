@@ -23,6 +23,8 @@ export interface KubeletFlags {
   kubeconfig?: string;
   /** --root-dir. Default /var/lib/kubelet. */
   rootDir: string;
+  /** --cert-dir: where the self-signed serving certificate goes; undefined = <rootDir>/pki. */
+  certDirectory?: string;
   /** --hostname-override; undefined = the machine's hostname. */
   hostnameOverride?: string;
   /** --node-ip: one IP, or two (IPv4 and IPv6) for dual-stack; [] = auto-detect. */
@@ -60,6 +62,8 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by \',\'.' },
   { name: 'root-dir', kind: 'string', flagField: 'rootDir', defaultText: '/var/lib/kubelet', notDeprecated: true,
     help: 'Directory path for managing kubelet files (volume mounts, etc).' },
+  { name: 'cert-dir', kind: 'string', flagField: 'certDirectory', defaultText: '/var/lib/kubelet/pki', notDeprecated: true,
+    help: 'The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.' },
   { name: 'hostname-override', kind: 'string', flagField: 'hostnameOverride', notDeprecated: true,
     help: 'If non-empty, use this string as identification instead of the actual hostname.' },
   { name: 'node-ip', kind: 'string', flagField: 'nodeIP', notDeprecated: true,
@@ -74,6 +78,12 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'pod-manifest-path', kind: 'string', configField: 'staticPodPath',
     help: 'Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots are ignored.' },
   { name: 'manifest-url', kind: 'string', configField: 'staticPodURL', help: 'URL for accessing additional Pod specifications to run.' },
+  { name: 'tls-cert-file', kind: 'string', configField: 'tlsCertFile',
+    help: 'File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert). If not given, a self-signed certificate and key are generated in --cert-dir.' },
+  { name: 'tls-private-key-file', kind: 'string', configField: 'tlsPrivateKeyFile', help: 'File containing x509 private key matching --tls-cert-file.' },
+  { name: 'tls-min-version', kind: 'string', configField: 'tlsMinVersion',
+    help: 'Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13.' },
+  { name: 'port', kind: 'int', configField: 'port', defaultText: '10250', help: 'The port for the Kubelet to serve on.' },
   { name: 'read-only-port', kind: 'int', configField: 'readOnlyPort', defaultText: '10255 without --config, else 0',
     help: 'The read-only port for the kubelet to serve on with no authentication/authorization (set to 0 to disable).' },
   { name: 'healthz-port', kind: 'int', configField: 'healthzPort', defaultText: '10248',

@@ -53,6 +53,18 @@ export interface KubeletConfig {
   port: number;
   /** Unauthenticated read-only port; 0 = disabled. Default 0. */
   readOnlyPort: number;
+  /** The serving certificate (with intermediates); '' = a self-signed one in the cert directory. */
+  tlsCertFile: string;
+  /** The serving certificate's key; '' with tlsCertFile ''. */
+  tlsPrivateKeyFile: string;
+  /** Go cipher suite names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); [] = the TLS library's defaults. */
+  tlsCipherSuites: string[];
+  /** VersionTLS10..VersionTLS13; '' = TLS 1.2 (Go's server default). */
+  tlsMinVersion: string;
+  /** Serve the node's log files (/var/log) at /logs/. Default true. */
+  enableSystemLogHandler: boolean;
+  /** Serve profiling (CPU profile, heap snapshot) at /debug/pprof/. Default true. */
+  enableProfilingHandler: boolean;
   /** healthz IP. Default 127.0.0.1. */
   healthzBindAddress: string;
   /** healthz port; 0 = disabled. Default 10248. */
@@ -76,6 +88,10 @@ export interface KubeletConfig {
   enableDebuggingHandlers: boolean;
   clusterDomain: string;
   clusterDNS: string[];
+  /** The resolver config host-DNS pods inherit; '' = none (the node's loopback resolver). Default /etc/resolv.conf. */
+  resolvConf: string;
+  /** How configMap and secret volumes notice changes: Get, Cache or Watch (default; served as a TTL-cached Get). */
+  configMapAndSecretChangeDetectionStrategy: 'Get' | 'Cache' | 'Watch';
   /** ms. Default 4h (upstream: deprecated, no effect). */
   streamingConnectionIdleTimeout: number;
   /** ms between node status computations. Default 10s. */
@@ -105,8 +121,6 @@ export interface KubeletConfig {
   cgroupsPerQOS: boolean;
   /** Default cgroupfs. */
   cgroupDriver: CgroupDriver;
-  /** How ConfigMaps and Secrets for pods are read: Watch (default), Cache (TTL) or Get. */
-  configMapAndSecretChangeDetectionStrategy: 'Watch' | 'Cache' | 'Get';
   /** ms, timeout of CRI calls except long-running ones. Default 2m. */
   runtimeRequestTimeout: number;
   /** Default 110. */

@@ -183,6 +183,12 @@ export function resolveKubeletConfig(
   c.address = orDefault(r.str('address'), c.address);
   c.port = orDefault(r.int('port'), c.port);
   c.readOnlyPort = orUnset(r.int('readOnlyPort'), c.readOnlyPort);
+  c.tlsCertFile = orUnset(r.str('tlsCertFile'), c.tlsCertFile);
+  c.tlsPrivateKeyFile = orUnset(r.str('tlsPrivateKeyFile'), c.tlsPrivateKeyFile);
+  c.tlsCipherSuites = orUnset(r.strList('tlsCipherSuites'), c.tlsCipherSuites);
+  c.tlsMinVersion = orUnset(r.str('tlsMinVersion'), c.tlsMinVersion);
+  c.enableSystemLogHandler = orUnset(r.bool('enableSystemLogHandler'), c.enableSystemLogHandler);
+  c.enableProfilingHandler = orUnset(r.bool('enableProfilingHandler'), c.enableProfilingHandler);
   c.healthzBindAddress = orDefault(r.str('healthzBindAddress'), c.healthzBindAddress);
   c.healthzPort = orUnset(r.int('healthzPort'), c.healthzPort);
 
@@ -207,6 +213,9 @@ export function resolveKubeletConfig(
   c.enableDebuggingHandlers = orUnset(r.bool('enableDebuggingHandlers'), c.enableDebuggingHandlers);
   c.clusterDomain = orUnset(r.str('clusterDomain'), c.clusterDomain);
   c.clusterDNS = orUnset(r.strList('clusterDNS'), c.clusterDNS);
+  // upstream: a pointer; an explicit "" means no host resolv.conf at all
+  c.resolvConf = orUnset(r.str('resolvConf'), c.resolvConf);
+  c.configMapAndSecretChangeDetectionStrategy = orDefault(r.str('configMapAndSecretChangeDetectionStrategy'), c.configMapAndSecretChangeDetectionStrategy) as KubeletConfig['configMapAndSecretChangeDetectionStrategy'];
   c.streamingConnectionIdleTimeout = orDefault(
     r.duration('streamingConnectionIdleTimeout'),
     c.streamingConnectionIdleTimeout,
@@ -228,7 +237,6 @@ export function resolveKubeletConfig(
   c.cgroupRoot = orUnset(r.str('cgroupRoot'), c.cgroupRoot);
   c.cgroupsPerQOS = orUnset(r.bool('cgroupsPerQOS'), c.cgroupsPerQOS);
   c.cgroupDriver = orDefault(r.str('cgroupDriver'), c.cgroupDriver) as CgroupDriver;
-  c.configMapAndSecretChangeDetectionStrategy = orDefault(r.str('configMapAndSecretChangeDetectionStrategy'), c.configMapAndSecretChangeDetectionStrategy) as KubeletConfig['configMapAndSecretChangeDetectionStrategy'];
   c.runtimeRequestTimeout = orDefault(r.duration('runtimeRequestTimeout'), c.runtimeRequestTimeout);
   c.maxPods = orDefault(r.int('maxPods'), c.maxPods);
   // Upstream: unset or negative → -1 (the node allocatable pid limit applies).
@@ -301,5 +309,7 @@ export function resolveRelativePaths(c: KubeletConfig, baseDir: string): void {
   const abs = (p: string): string => (p === '' || pathPosix.isAbsolute(p) ? p : pathPosix.join(baseDir, p));
   c.staticPodPath = abs(c.staticPodPath);
   c.authentication.x509.clientCAFile = abs(c.authentication.x509.clientCAFile);
+  c.tlsCertFile = abs(c.tlsCertFile);
+  c.tlsPrivateKeyFile = abs(c.tlsPrivateKeyFile);
   c.podLogsDir = abs(c.podLogsDir);
 }

@@ -11,6 +11,7 @@ import { formatDuration } from './duration.js';
 import { ConfigError, type ConfigIssue, showValue } from './errors.js';
 import { CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, type KubeletConfig, OOM_WATCHER_MODES, STATS_BACKENDS } from './kubelet-config.js';
 import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js';
+import { CIPHER_SUITES, TLS_VERSIONS } from './tls-names.js';
 import { ENFORCE_NODE_ALLOCATABLE_KEYS, EVICTION_SIGNALS, RESERVABLE_RESOURCES } from './schema.js';
 
 const SECOND = 1_000;
@@ -120,9 +121,24 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   if (isIP(c.healthzBindAddress) === 0) {
     bad('healthzBindAddress', `must be an IP address, got ${showValue(c.healthzBindAddress)}`);
   }
+  if (c.tlsMinVersion !== '' && !Object.hasOwn(TLS_VERSIONS, c.tlsMinVersion)) {
+    bad('tlsMinVersion', `unknown tls version ${JSON.stringify(c.tlsMinVersion)}; known: ${Object.keys(TLS_VERSIONS).join(', ')}`);
+  }
+  c.tlsCipherSuites.forEach((name, i) => {
+    if (!Object.hasOwn(CIPHER_SUITES, name)) bad(`tlsCipherSuites[${i}]`, `cipher suite ${JSON.stringify(name)} not supported or doesn't exist`);
+  });
+  if (c.tlsMinVersion === 'VersionTLS13' && c.tlsCipherSuites.length > 0) {
+    bad('tlsCipherSuites', `${JSON.stringify(c.tlsCipherSuites)} is not configurable with tlsMinVersion VersionTLS13`);
+  }
+  if ((c.tlsCertFile === '') !== (c.tlsPrivateKeyFile === '')) {
+    bad(c.tlsCertFile === '' ? 'tlsCertFile' : 'tlsPrivateKeyFile', 'tlsCertFile and tlsPrivateKeyFile must be given together');
+  }
   c.clusterDNS.forEach((ip, i) => {
     if (isIP(ip) === 0) bad(`clusterDNS[${i}]`, `must be an IP address, got ${showValue(ip)}`);
   });
+  if (!['Get', 'Cache', 'Watch'].includes(c.configMapAndSecretChangeDetectionStrategy)) {
+    bad('configMapAndSecretChangeDetectionStrategy', `must be one of "Get", "Cache", "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
+  }
   if (c.maxPods < 0) bad('maxPods', `must not be a negative number, got ${c.maxPods}`);
   if (c.nodeLeaseDurationSeconds <= 0) {
     bad('nodeLeaseDurationSeconds', `must be greater than 0, got ${c.nodeLeaseDurationSeconds}`);
@@ -155,9 +171,6 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     bad('cgroupDriver', 'the systemd cgroup driver is not implemented by kubelet-ts yet; only "cgroupfs" is (set the runtime to cgroupfs too)');
   } else if (c.cgroupDriver !== 'cgroupfs') {
     bad('cgroupDriver', `must be "cgroupfs" or "systemd", got ${showValue(c.cgroupDriver)}`);
-  }
-  if (!['Watch', 'Cache', 'Get'].includes(c.configMapAndSecretChangeDetectionStrategy)) {
-    bad('configMapAndSecretChangeDetectionStrategy', `must be "Get", "Cache" or "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
   }
   for (const name of Object.keys(c.featureGates)) {
     if (!KNOWN_FEATURE_GATES.has(name)) bad(`featureGates[${name}]`, unrecognizedFeatureGate(name));

@@ -23,9 +23,9 @@ import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroup
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import type { RestClient } from '../client/rest.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import type { RestClient } from '../client/rest.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
 

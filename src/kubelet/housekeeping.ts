@@ -31,6 +31,8 @@ export interface HousekeepingOptions {
   caches: Map<string, unknown>[];
   /** Housekeeping waits for every source's first list and a running runtime. */
   ready(): boolean;
+  /** Removes the directories (and mounts) of pods nobody has; undefined: no volume manager. */
+  volumes?: { cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> };
 }
 
 export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
@@ -60,6 +62,12 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
   o.runtime.gcBackoff();
   if (o.oom) unwatchGoneContainers(o.oom, o.pleg, o.log);
+  // Pod directories left by pods deleted while kubelet-ts was down (after a restart nothing
+  // else knows them): only once every source was listed, so no wanted pod loses its volumes.
+  if (o.volumes) {
+    const keep = new Set([...live, ...o.pleg.knownPods().keys()]);
+    await o.volumes.cleanupOrphanedPodDirs(keep).catch((err) => o.log.warn('Housekeeping: cleaning up orphaned pod directories failed', { err: (err as Error).message }));
+  }
 }
 
 /**

@@ -9,7 +9,6 @@ import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { parseQuantity } from '../api/quantity.js';
-import { Reflector, type KubeObject } from '../client/reflector.js';
 import type { Node } from '../nodestatus/types.js';
 import type { ApiPodError, ManifestError } from '../sources/errors.js';
 import { isStaticPod } from '../sources/static-pod.js';
@@ -33,8 +32,11 @@ import { PodWorkers } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
-import { DNSConfigurer } from '../network/dns.js';
+import { ApiObjectSource } from '../volumemanager/object-source.js';
+import { CHECK_RESOLV_CONF_PERIOD_MS, DNSConfigurer } from '../network/dns.js';
 import { NodeAgent } from './node-agent.js';
+import { EventSink, type ObjectReference } from './event-sink.js';
+import { RestClient } from '../client/rest.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 /** upstream: the syncLoop's resync ticker. */
@@ -65,11 +67,6 @@ export class Kubelet {
   readonly statusManager: StatusManager;
   /** Mirror pods of static pods in the API (undefined standalone). */
   readonly mirrorPods?: MirrorPods;
-  /** This Node as its watch last saw it (upstream's node lister). */
-  private watchedNode?: Node;
-  private nodeWatch?: Reflector<KubeObject>;
-  private nodeWatchDone?: Promise<void>;
-  private readonly nodeWatchStop = new AbortController();
   /** ConfigMaps and Secrets for env and envFrom from the API (undefined standalone). */
   readonly objects?: ObjectManager;
   readonly cache = new PodCache();
@@ -84,6 +81,8 @@ export class Kubelet {
   readonly probes?: ProbeManager;
   /** Registration, node status and lease (only with an API server: deps.apiClient). */
   readonly nodeAgent?: NodeAgent;
+  /** Events to the API server (only with deps.apiClient). */
+  readonly eventSink?: EventSink;
 
   private readonly deps: KubeletDependencies;
   private readonly cgroups: PodCgroups;
@@ -91,6 +90,8 @@ export class Kubelet {
   private readonly podWorkers: PodWorkers;
   private readonly syncLoop: SyncLoop;
   private readonly syncer: PodSyncer;
+  private readonly volumes: VolumeManager;
+  private readonly dns: DNSConfigurer;
   private plegs?: KubeletPleg;
   private podConfig?: PodSources;
   private oom?: KubeletOomWatcher;
@@ -139,6 +140,17 @@ export class Kubelet {
       ...(deps.statusBatchDelayMs !== undefined ? { batchDelayMs: deps.statusBatchDelayMs } : {}),
     });
     if (deps.apiClient) {
+      // upstream's event client: its own limit (eventRecordQPS/eventBurst), not kubeAPIQPS.
+      this.eventSink = new EventSink({
+        client: new RestClient(deps.apiClient.config, { clock: this.clock, qps: 0, userAgent: 'kubelet-ts' }),
+        clock: this.clock,
+        log: this.log,
+        host: this.nodeName,
+        qps: this.config.eventRecordQPS,
+        burst: this.config.eventBurst,
+      });
+      const sink = this.eventSink;
+      this.events.sendTo({ ref: (object) => this.eventRef(object), post: (ref, type, reason, message) => sink.post(ref, type, reason, message) });
       this.nodeAgent = new NodeAgent({
         client: deps.apiClient,
         nodeName: this.nodeName,
@@ -150,16 +162,6 @@ export class Kubelet {
         hostIPs: this.hostIPs,
         plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
-        nodeLister: () => this.watchedNode,
-      });
-      // upstream's node informer: one watch of this Node instead of a GET every status sync
-      this.nodeWatch = new Reflector<KubeObject>({
-        client: deps.apiClient,
-        path: '/api/v1/nodes',
-        fieldSelector: `metadata.name=${this.nodeName}`,
-        clock: this.clock,
-        log: this.log,
-        handler: (e) => { this.watchedNode = e.type === 'DELETED' ? undefined : (e.object as unknown as Node); },
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -180,6 +182,21 @@ export class Kubelet {
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
       probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
     });
+    this.volumes = new VolumeManager({
+      rootDir: this.flags.rootDir,
+      clock: this.clock,
+      log: this.log,
+      nodeName: this.nodeName,
+      hostIPs: () => this.hostIPs,
+      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy }),
+    });
+    this.dns = new DNSConfigurer({
+      clusterDNS: this.config.clusterDNS,
+      clusterDomain: this.config.clusterDomain,
+      resolvConf: this.config.resolvConf,
+      nodeIPs: () => this.hostIPs,
+      event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
+    });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
       statusManager: this.statusManager,
@@ -193,15 +210,8 @@ export class Kubelet {
       podLogsDir: this.config.podLogsDir,
       syncFrequencyMs: this.config.syncFrequency,
       hostIPs: () => this.hostIPs,
-      volumes: new VolumeManager({ rootDir: this.flags.rootDir, clock: this.clock, log: this.log, nodeName: this.nodeName, hostIPs: () => this.hostIPs }),
-      dns: new DNSConfigurer({
-        clusterDNS: this.config.clusterDNS,
-        clusterDomain: this.config.clusterDomain,
-        // upstream's resolvConf default; the field itself is not read yet
-        resolvConf: '/etc/resolv.conf',
-        nodeIPs: () => this.hostIPs,
-        event: (pod, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message),
-      }),
+      volumes: this.volumes,
+      dns: this.dns,
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
@@ -264,10 +274,18 @@ export class Kubelet {
     }
     this.plegs = this.deps.pleg({ runtime: this.runtime, cache: this.cache, emit: (e) => this.syncLoop.enqueuePlegEvent(e) });
 
+    // The actual state of volumes is what is on disk and in the mount table (nothing to replay);
+    // housekeeping removes what belongs to no pod once every source was listed.
+    const found = await this.volumes.reconstruct().catch((err) => {
+      this.log.warn('Reading volumes from disk failed', { err: (err as Error).message });
+      return new Map();
+    });
+    const vols = [...found.values()].flat();
+    this.log.info('Reconstructed volumes from disk', { pods: found.size, volumes: vols.length, tmpfs: vols.filter((v) => v.tmpfs).length });
+
     this.running = true;
     this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
-    if (this.nodeWatch) this.nodeWatchDone = this.nodeWatch.run(this.nodeWatchStop.signal);
     this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
@@ -280,8 +298,8 @@ export class Kubelet {
     if (config.staticPodPath) this.podConfig.startFileSource(config.staticPodPath, config.fileCheckFrequency);
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
     if (this.deps.apiClient) {
-      if (!this.podConfig.startApiSource) throw new KubeletStartError('the pod sources cannot watch the API server');
-      this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => {
+      if (!this.podConfig.startApiSource) this.log.warn('The pod sources given cannot watch the API server: pods bound to this node are not run');
+      else this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => {
           this.mirrorPods?.setMirrorPods(pods);
           this.statusManager.mirrorPodsChanged();
         }, logger: this.log });
@@ -291,6 +309,11 @@ export class Kubelet {
     // syncLoop blocks main); every other timer is unref'd.
     this.every('sync', SYNC_TICK_MS, () => this.syncLoop.handleSyncTick(), { keepAlive: true });
     this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.housekeeping());
+    if (config.resolvConf) {
+      // upstream checks the host resolv.conf against the resolver's limits at start and every 30 s
+      void this.checkResolvConf();
+      this.every('resolv-conf-check', CHECK_RESOLV_CONF_PERIOD_MS, () => this.checkResolvConf());
+    }
     this.syncLoop.lastIteration = this.clock.now();
     this.log.info('Started kubelet', { node: this.nodeName, hostIPs: this.hostIPs, staticPodPath: config.staticPodPath });
   }
@@ -310,7 +333,7 @@ export class Kubelet {
     this.timers.clear();
     // Bounded on its own: calls to a hung API server are aborted, not waited out.
     const agentStopped = this.nodeAgent?.stop();
-    this.nodeWatchStop.abort();
+    this.eventSink?.stop();
     this.podWorkers.stop();
     this.statusManager.stop();
     this.objects?.stop();
@@ -322,7 +345,7 @@ export class Kubelet {
     this.runtime.stop();
     this.cri.close();
     const sources = this.podConfig?.stop().catch((err) => this.log.warn('Stopping pod sources failed', { err: (err as Error).message }));
-    const done = Promise.all([sources, runnerClosed, agentStopped, this.nodeWatchDone, this.podWorkers.idle()]).then(() => true);
+    const done = Promise.all([sources, runnerClosed, agentStopped, this.podWorkers.idle()]).then(() => true);
     let timer: Timer | undefined;
     const expired = new Promise<boolean>((resolve) => { timer = this.clock.setTimeout(() => resolve(false), timeoutMs); });
     const finished = await Promise.race([done, expired]);
@@ -356,8 +379,14 @@ export class Kubelet {
       runtime: this.runtime,
       oom: this.oom,
       caches: [this.syncer.reasonCache],
+      volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
     });
+  }
+
+  private async checkResolvConf(): Promise<void> {
+    const warning = await this.dns.checkLimitsForResolvConf();
+    if (warning) this.events.record(`Node ${this.nodeName}`, 'Warning', 'CheckLimitsForResolvConf', warning);
   }
 
   private async updateRuntimeUp(): Promise<void> {
@@ -406,7 +435,7 @@ export class Kubelet {
    * default labels).
    */
   admissionNode(): AdmissionNode {
-    const n = (this.watchedNode ?? this.nodeAgent?.node()) as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
+    const n = this.nodeAgent?.node() as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
     const alloc = n?.status?.allocatable ?? {};
     const parse = (k: string, milli = false): number | undefined => {
       if (alloc[k] === undefined) return undefined;
@@ -426,6 +455,21 @@ export class Kubelet {
     };
   }
 
+  /** The involvedObject of `Node n` or `Pod ns/name` (a pod the kubelet no longer knows: by name only). */
+  private eventRef(object: string): ObjectReference | undefined {
+    const sp = object.indexOf(' ');
+    const kind = object.slice(0, sp);
+    const id = object.slice(sp + 1);
+    // upstream's nodeRef: the node's name stands in for its UID.
+    if (kind === 'Node') return { kind: 'Node', name: id, uid: id };
+    if (kind !== 'Pod') return undefined;
+    const pod = this.podManager.getPodByFullName(id);
+    const slash = id.indexOf('/');
+    const ref: ObjectReference = { kind: 'Pod', apiVersion: 'v1', namespace: pod?.metadata.namespace ?? id.slice(0, slash), name: pod?.metadata.name ?? id.slice(slash + 1) };
+    if (pod?.metadata.uid) ref.uid = pod.metadata.uid;
+    return ref;
+  }
+
   // ---- what the servers read ----
 
   /** The desired pods with their latest status (the read-only /pods endpoint). */
@@ -434,6 +478,21 @@ export class Kubelet {
       const status = this.statusManager.getPodStatus(p.metadata.uid!);
       return status ? { ...p, status } : p;
     });
+  }
+
+  /** The pods the runtime runs (/runningpods/): upstream's ToAPIPod of the running pods in the cache. */
+  runningPods(): Pod[] {
+    const pods: Pod[] = [];
+    for (const uid of this.cache.uids()) {
+      const s = this.cache.get(uid).status;
+      const running = s?.containerStatuses.filter((c) => c.state === 'running') ?? [];
+      if (!s || (running.length === 0 && !s.sandboxStatuses.some((b) => b.state === 'ready'))) continue;
+      pods.push({
+        metadata: { name: s.name, namespace: s.namespace, uid: s.uid },
+        spec: { containers: running.map((c) => ({ name: c.name, image: c.image })) },
+      } as Pod);
+    }
+    return pods;
   }
 
   /** The pod's cgroup name (`/kubepods/<qos>/pod<uid>`); a container's is `<that>/<container id>`. */

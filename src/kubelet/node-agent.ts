@@ -1,10 +1,12 @@
 // The kubelet as a node of a cluster (only with --kubeconfig): registration and node status
-// (NodeStatusManager, every nodeStatusUpdateFrequency) and the node lease (NodeLeaseController,
-// every quarter of nodeLeaseDurationSeconds), both on the injected clock. Neither ever blocks
+// (NodeStatusManager, every nodeStatusUpdateFrequency, reading the Node from a watch of it as
+// upstream's node informer) and the node lease (NodeLeaseController, every quarter of
+// nodeLeaseDurationSeconds), all on the injected clock. Neither ever blocks
 // the syncLoop, and stop() abandons calls in flight instead of waiting on the API server.
 
 import { readFileSync } from 'node:fs';
-import type { RestClient } from '../client/rest.js';
+import { RestClient } from '../client/rest.js';
+import { Reflector } from '../client/reflector.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { NodeLeaseController } from '../nodestatus/lease.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
@@ -16,8 +18,6 @@ import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import type { NodeFacts } from './dependencies.js';
 
-/** upstream's KubeletPort default: daemonEndpoints.kubeletEndpoint.Port. */
-export const DEFAULT_KUBELET_PORT = 10250;
 
 /** How long stop() waits for the status and lease loops to notice the abort. */
 export const NODE_AGENT_STOP_MS = 1_000;
@@ -52,14 +52,16 @@ export interface NodeAgentOptions {
   /** PLEG's health (`PLEG is not healthy: ...` keeps the node NotReady). */
   plegHealthy?: () => { ok: boolean; message: string };
   recordEvent: NodeEventRecorder;
-  /** The Node as a watch of it last saw it (upstream's node lister); absent: a GET every status sync. */
-  nodeLister?: () => Node | undefined;
 }
 
 export class NodeAgent {
   readonly runtimeState: RuntimeState;
   readonly status: NodeStatusManager;
   readonly lease: NodeLeaseController;
+  /** upstream's node informer: this Node as a watch last saw it, so a status sync needs no GET. */
+  readonly nodeReflector: Reflector;
+  /** upstream's heartbeat client: no client-side rate limit, each call bounded by the update period. */
+  readonly heartbeatClient: RestClient;
   private readonly o: NodeAgentOptions;
   private ctl: AbortController | undefined;
   private loops: Promise<unknown>[] = [];
@@ -67,6 +69,14 @@ export class NodeAgent {
   constructor(o: NodeAgentOptions) {
     this.o = o;
     const { config, flags, clock, log, nodeName } = o;
+    // As upstream: heartbeats never queue behind other API calls, and a hung API server costs
+    // one update period (at most the lease duration), not a stalled loop.
+    this.heartbeatClient = new RestClient(o.client.config, {
+      clock,
+      qps: 0,
+      timeoutMs: Math.min(config.nodeStatusUpdateFrequency, config.nodeLeaseDurationSeconds * 1000),
+      userAgent: 'kubelet-ts',
+    });
     this.runtimeState = new RuntimeState(clock);
     if (o.plegHealthy) this.runtimeState.addHealthCheck({ name: 'PLEG', check: o.plegHealthy });
     const facts = o.facts ?? {
@@ -74,10 +84,18 @@ export class NodeAgent {
       runtimeVersion: () => Promise.reject(new Error('no CRI Version answer')),
       images: async () => [],
     };
+    this.nodeReflector = new Reflector({
+      client: o.client,
+      path: '/api/v1/nodes',
+      fieldSelector: `metadata.name=${nodeName}`,
+      handler: () => undefined,
+      clock,
+      log,
+    });
     const nodeEvent = (type: 'Normal' | 'Warning', reason: string, message?: string) =>
       o.recordEvent(type, reason, message ?? `Node ${nodeName} status is now: ${reason}`);
     this.status = new NodeStatusManager({
-      client: o.client,
+      client: this.heartbeatClient,
       nodeName,
       // upstream: the hostname label and address are the node name unless overridden
       hostname: nodeName,
@@ -88,8 +106,8 @@ export class NodeAgent {
         readyErrors: () => this.runtimeState.readyErrors(),
       },
       kubeletVersion: KUBELET_VERSION,
-      // The secured kubelet API (the config's port) is not served yet; upstream's default port stands in.
-      kubeletPort: DEFAULT_KUBELET_PORT,
+      // The secured kubelet API's port, where the API server proxies nodes/proxy, logs and exec.
+      kubeletPort: config.port,
       nodeIPs: flags.nodeIP.length ? flags.nodeIP : (o.hostIPs ?? []),
       maxPods: config.maxPods,
       kubeReserved: config.kubeReserved,
@@ -108,16 +126,19 @@ export class NodeAgent {
           },
         },
       } : {}),
+      nodeLister: () => this.nodeReflector.items()[0] as Node | undefined,
       recordEvent: nodeEvent,
-      ...(o.nodeLister ? { nodeLister: o.nodeLister } : {}),
+      // upstream: repeated heartbeat failures close the connections, so a restarted API server is reached anew.
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       clock,
       log,
     });
     this.lease = new NodeLeaseController({
-      client: o.client,
+      client: this.heartbeatClient,
       nodeName,
       clock,
       leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+      onRepeatedHeartbeatFailure: () => this.heartbeatClient.close(),
       log,
     });
   }
@@ -139,7 +160,7 @@ export class NodeAgent {
     if (this.ctl) return;
     const ctl = (this.ctl = new AbortController());
     const { log } = this.o;
-    this.loops = [this.status.run(ctl.signal), this.lease.run(ctl.signal)].map((p) => p.catch((err) => { if (!ctl.signal.aborted) log.error('Node agent loop ended', { err: errorMessage(err) }); }));
+    this.loops = [this.status.run(ctl.signal), this.lease.run(ctl.signal), this.nodeReflector.run(ctl.signal)].map((p) => p.catch((err) => { if (!ctl.signal.aborted) log.error('Node agent loop ended', { err: errorMessage(err) }); }));
     log.info('Node agent started', { node: this.o.nodeName, registerNode: this.o.config.registerNode, leaseDurationSeconds: this.lease.leaseDurationSeconds });
   }
 
@@ -153,5 +174,6 @@ export class NodeAgent {
     const done = await Promise.race([Promise.all(this.loops).then(() => true), expired]);
     timer?.cancel();
     if (!done) this.o.log.warn('Node status and lease loops still busy at shutdown; abandoning them', { timeoutMs });
+    this.heartbeatClient.close();
   }
 }

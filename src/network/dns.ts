@@ -3,7 +3,7 @@
 // cut to the resolver's limits (3 nameservers, 32 search domains, a 2048-character search line,
 // no domain over 253 characters) with the DNSConfigForming warning upstream records.
 
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { isIPv6 } from 'node:net';
 import type { Pod } from '../api/types.js';
 import type { DNSConfig } from '../runtime/cri-types.js';
@@ -13,6 +13,10 @@ export const MAX_DNS_NAMESERVERS = 3;
 export const MAX_DNS_SEARCH_PATHS = 32;
 export const MAX_DNS_SEARCH_LIST_CHARS = 2048;
 const DNS1123_SUBDOMAIN_MAX_LENGTH = 253;
+/** upstream maxResolvConfLength: a bigger resolver config is refused, not read. */
+export const MAX_RESOLV_CONF_BYTES = 10 * 1024 * 1024;
+/** upstream: how often the host resolv.conf is checked against the limits. */
+export const CHECK_RESOLV_CONF_PERIOD_MS = 30_000;
 const DEFAULT_DNS_OPTIONS = ['ndots:5'];
 
 export class ResolvConfError extends KubeletError {
@@ -92,12 +96,45 @@ export class DNSConfigurer {
 
   private async hostDNS(): Promise<HostDNS> {
     if (!this.opts.resolvConf) return { servers: [], searches: [], options: [] };
-    const read = this.opts.readFile ?? ((p: string) => readFile(p, 'utf8'));
+    return parseResolvConf(await this.readResolvConf());
+  }
+
+  private async readResolvConf(): Promise<string> {
+    const file = this.opts.resolvConf;
+    const read = this.opts.readFile ?? readResolvConfFile;
+    let text: string;
     try {
-      return parseResolvConf(await read(this.opts.resolvConf));
+      text = await read(file);
     } catch (err) {
-      throw new ResolvConfError(this.opts.resolvConf, `cannot read the resolver config: ${(err as Error).message}`, { cause: err });
+      throw new ResolvConfError(file, `cannot read the resolver config: ${(err as Error).message}`, { cause: err });
     }
+    if (Buffer.byteLength(text) > MAX_RESOLV_CONF_BYTES) throw new ResolvConfError(file, `the resolver config is larger than ${MAX_RESOLV_CONF_BYTES} bytes`);
+    return text;
+  }
+
+  /**
+   * upstream CheckLimitsForResolvConf: the host resolv.conf's search line against what is left
+   * for it (3 of the 32 domains go to the cluster's when clusterDomain is set), its domains'
+   * and its line's length. Returns the warning upstream records on the node, or undefined.
+   */
+  async checkLimitsForResolvConf(): Promise<string | undefined> {
+    const file = this.opts.resolvConf;
+    if (!file) return undefined;
+    let searches: string[];
+    try {
+      searches = parseResolvConf(await this.readResolvConf()).searches;
+    } catch (err) {
+      return (err as Error).message;
+    }
+    const domainCountLimit = MAX_DNS_SEARCH_PATHS - (this.opts.clusterDomain ? 3 : 0);
+    if (searches.length > domainCountLimit) return `Resolv.conf file '${file}' contains search line consisting of more than ${domainCountLimit} domains!`;
+    if (searches.some((s) => s.length > DNS1123_SUBDOMAIN_MAX_LENGTH)) {
+      return `Resolv.conf file '${file}' contains a search path which length is more than allowed ${DNS1123_SUBDOMAIN_MAX_LENGTH} chars!`;
+    }
+    if (searches.join(' ').length > MAX_DNS_SEARCH_LIST_CHARS) {
+      return `Resolv.conf file '${file}' contains search line which length is more than allowed ${MAX_DNS_SEARCH_LIST_CHARS} chars!`;
+    }
+    return undefined;
   }
 
   /** The sandbox's DNSConfig (upstream GetPodDNS). */
@@ -150,6 +187,23 @@ export class DNSConfigurer {
     const { kept, exceeded } = fitSearchLimits(searches);
     if (exceeded) this.opts.event?.(pod, 'DNSConfigForming', `Search Line limits were exceeded, some search paths have been omitted, the applied search line is: ${kept.join(' ')}`);
     return kept;
+  }
+}
+
+/** Reads at most MAX_RESOLV_CONF_BYTES + 1 bytes, so a huge file is refused without reading it whole. */
+async function readResolvConfFile(path: string): Promise<string> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(MAX_RESOLV_CONF_BYTES + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    await fh.close();
   }
 }
 

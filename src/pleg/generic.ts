@@ -15,7 +15,7 @@ import { PodDeliverer, type PodStatusFetcher } from './deliver.js';
 import { NON_EXISTENT, RecordStore, type RecordState } from './records.js';
 import { RuntimePodsLister, type RelistSource } from './relist-source.js';
 import type { ContainerStatusSource } from './status.js';
-import { readPartial, readWholePod, type StatusReadDeps } from './status-read.js';
+import { readListedPod, readPartial, readWholePod, type StatusReadDeps } from './status-read.js';
 import type { HealthResult, KnownPod, PodLifecycleEvent, PodLifecycleEventGenerator } from './types.js';
 
 export type { PodLifecycleEvent, PodLifecycleEventType } from './types.js';
@@ -48,7 +48,7 @@ export interface GenericPlegOptions {
   /** Called after each relist with its duration and the interval since the previous one (ms). */
   onRelist?: (durationMs: number, intervalMs: number) => void;
   onDiscard?: () => void;
-  /** Bound on concurrent per-pod status reads (default 8). */
+  /** Bound on concurrent per-pod status reads (default GENERIC_STATUS_CONCURRENCY). */
   statusConcurrency?: number;
   metrics?: PlegMetrics;
 }
@@ -77,6 +77,14 @@ export interface RelistStats {
   bytes: number;
   pods: number;
 }
+
+/**
+ * Pods whose status is read at once. A read is one PodSandboxStatus call per pod on a runtime
+ * that sends its containers' statuses with it, 1 + one per container on containerd 1.6; 32
+ * pods keep enough calls in flight for HTTP/2 to batch them (the first relist after a restart
+ * reads every pod) while the runtime holds at most ~32-128 small in-memory lookups at a time.
+ */
+export const GENERIC_STATUS_CONCURRENCY = 32;
 
 export class GenericPLEG implements PodLifecycleEventGenerator {
   readonly store = new RecordStore();
@@ -109,7 +117,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       emit: opts.emit,
       onDiscard: opts.onDiscard,
       metrics: opts.metrics,
-      concurrency: opts.statusConcurrency,
+      concurrency: opts.statusConcurrency ?? GENERIC_STATUS_CONCURRENCY,
     });
     const deps: StatusReadDeps = { store: this.store, clock: opts.clock, runtime: opts.runtime, status: opts.status };
     this.statusFetch = async (pod, prev, events) => {
@@ -124,9 +132,12 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       }
       // Not cached (or a retry): the relist just listed the pod's ids, read each of them (no list calls).
       const p = this.store.pods.get(pod.uid)!;
-      const ids = [...p.sandboxes, ...p.containers].map((r) => r.id);
-      const empty: RuntimePodStatus = { uid: pod.uid, name: pod.name, namespace: pod.namespace, ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 0 };
-      const r = await readPartial(deps, pod, empty, ids, false);
+      const r = await readListedPod(
+        deps,
+        pod,
+        p.sandboxes.map((rec) => rec.id),
+        p.containers.map((rec) => rec.id),
+      );
       return { status: r.status, at: r.at, podReads: 1, containerReads: r.reads };
     };
   }

@@ -12,7 +12,7 @@ import type { RuntimePod } from '../runtime/runtime-manager.js';
 import type { ContainerRuntimeStatus, SandboxRuntimeStatus } from '../runtime/types.js';
 import type { RecordState, RecordStore } from './records.js';
 import type { ContainerStatusSource } from './status.js';
-import { decodeContainerStatusResponse, decodeSandboxStatusResponse, encodeIdRequest } from './wire-status.js';
+import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandboxStatusWithContainers, encodeIdRequest } from './wire-status.js';
 import { decodeContainerList, decodeSandboxList, emptyListStats, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
 
@@ -136,6 +136,13 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
 
   sandboxStatus(id: string): Promise<SandboxRuntimeStatus | null> {
     return this.#status(SANDBOX_STATUS, 'PodSandboxStatus', id, decodeSandboxStatusResponse);
+  }
+
+  /** PodSandboxStatus read whole: with its containers' statuses when the runtime sends them. */
+  async sandboxStatusWithContainers(id: string): Promise<{ sandbox: SandboxRuntimeStatus; containers?: ContainerRuntimeStatus[] } | null> {
+    const got = await this.#status(SANDBOX_STATUS, 'PodSandboxStatus', id, (buf) => decodeSandboxStatusWithContainers(buf, this.#runtimeName));
+    if (!got?.sandbox) return null;
+    return got.containers ? { sandbox: got.sandbox, containers: got.containers } : { sandbox: got.sandbox };
   }
 
   async list(store: RecordStore, gen: number): Promise<ListDecodeStats> {

@@ -143,6 +143,45 @@ export async function readPartial(d: StatusReadDeps, pod: PodRef, prev: RuntimeP
   return { status, at, events, reads };
 }
 
+/**
+ * A pod the cache does not hold, from the ids the relist just listed. Sandboxes first: a runtime
+ * that sends its containers' statuses with the sandbox's (cri-api 0.27+ containers_statuses)
+ * answers for the pod in one call per sandbox; the containers it did not cover are then read
+ * one by one (on containerd 1.6, all of them).
+ */
+export async function readListedPod(d: StatusReadDeps, pod: PodRef, sandboxIds: readonly string[], containerIds: readonly string[]): Promise<PartialRead> {
+  const empty: RuntimePodStatus = { uid: pod.uid, name: pod.name, namespace: pod.namespace, ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 0 };
+  const src = d.status;
+  if (!src?.sandboxStatusWithContainers || sandboxIds.length === 0) return readPartial(d, pod, empty, [...sandboxIds, ...containerIds], false);
+  const withContainers = src.sandboxStatusWithContainers.bind(src);
+  const at = d.clock.now();
+  let status = empty;
+  let reads = 0;
+  const listed = new Set(containerIds);
+  const covered = new Set<string>();
+  await Promise.all(
+    sandboxIds.map(async (id) => {
+      reads++;
+      const got = await withContainers(id);
+      if (!got) {
+        status = withoutSandbox(status, id, at);
+        return;
+      }
+      status = withSandboxStatus(status, got.sandbox, at);
+      for (const cs of got.containers ?? []) {
+        // A container the relist did not list is left to the next relist, as readPartial does.
+        if (!listed.has(cs.id)) continue;
+        covered.add(cs.id);
+        status = withContainerStatus(status, cs, at);
+      }
+    }),
+  );
+  const rest = containerIds.filter((id) => !covered.has(id));
+  if (rest.length === 0) return { status, at, events: [], reads };
+  const r = await readPartial(d, pod, status, rest, false);
+  return { status: r.status, at, events: r.events, reads: reads + r.reads };
+}
+
 /** The statuses a (newer-CRI) container event carried, as of the event's time. */
 export interface EventStatuses {
   at: number;

@@ -14,6 +14,11 @@ export { toContainerRuntimeStatus, toSandboxRuntimeStatus };
 export interface ContainerStatusSource {
   containerStatus(id: string): Promise<ContainerRuntimeStatus | null>;
   sandboxStatus(id: string): Promise<SandboxRuntimeStatus | null>;
+  /**
+   * The sandbox's status and, from a runtime that sends them (cri-api 0.27+ containers_statuses
+   * with a timestamp), its containers' statuses in the same call; null when the sandbox is gone.
+   */
+  sandboxStatusWithContainers?(id: string): Promise<{ sandbox: SandboxRuntimeStatus; containers?: ContainerRuntimeStatus[] } | null>;
 }
 
 export class CriStatusReader implements ContainerStatusSource {

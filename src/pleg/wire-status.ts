@@ -201,6 +201,41 @@ export function decodeSandboxStatusResponse(buf: Buffer): SandboxRuntimeStatus |
   return null;
 }
 
+/** PodSandboxStatusResponse with the statuses a newer runtime adds (cri-api 0.27+, fields 3 and 4). */
+export interface SandboxStatusWithContainers {
+  sandbox: SandboxRuntimeStatus | null;
+  /**
+   * The statuses of the sandbox's containers as of `timestamp`, when the runtime fills them
+   * (its timestamp is non-zero); undefined otherwise (containerd 1.6 does not).
+   */
+  containers?: ContainerRuntimeStatus[];
+  /** ms since the epoch; 0 when the runtime sent none. */
+  timestamp: number;
+}
+
+/** PodSandboxStatusResponse whole: the sandbox, and its containers' statuses when the runtime sent them. */
+export function decodeSandboxStatusWithContainers(buf: Buffer, runtimeName: string): SandboxStatusWithContainers {
+  const r = new Reader(buf);
+  let field = -1;
+  let sandbox: SandboxRuntimeStatus | null = null;
+  const containers: ContainerRuntimeStatus[] = [];
+  let timestamp = 0;
+  try {
+    while (r.pos < buf.length) {
+      const t = r.varint32();
+      field = t >>> 3;
+      if (t === ((1 << 3) | WIRE_LEN)) sandbox = sandboxStatusAt(r, r.lenEnd());
+      else if (t === ((3 << 3) | WIRE_LEN)) containers.push(containerStatusAt(r, r.lenEnd(), runtimeName));
+      else if (t === ((4 << 3) | WIRE_VARINT)) timestamp = r.nanosToMs();
+      else r.skip(t & 7);
+    }
+  } catch (err) {
+    throw wireErrorAt(err, 'PodSandboxStatusResponse', RESPONSE_FIELDS, field);
+  }
+  // Upstream reads the statuses only when the runtime stamped them (timestamp != 0).
+  return timestamp > 0 ? { sandbox, containers, timestamp } : { sandbox, timestamp: 0 };
+}
+
 const SANDBOX_STATUS_FIELDS: Readonly<Record<number, string>> = {
   1: 'id',
   2: 'metadata',

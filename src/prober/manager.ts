@@ -9,6 +9,7 @@ import { createProberMetrics, type ProberMetrics } from './metrics.js';
 import { ResultsManager, type ResultUpdate } from './results.js';
 import type { ProbeRunner, ProbeType } from './types.js';
 import { ProbeWorker } from './worker.js';
+import { ProbeScheduler } from './scheduler.js';
 import type { PodStatus } from '../api/types.js';
 
 export interface ProbeManagerOptions {
@@ -21,6 +22,8 @@ export interface ProbeManagerOptions {
   /** Told of every result change (the syncLoop syncs the pod). */
   onUpdate?(probeType: ProbeType, u: ResultUpdate): void;
   random?: () => number;
+  /** Told how late each probe run started against its schedule (benchmarks measure jitter with it). */
+  onProbeStart?(probeType: ProbeType, lateMs: number): void;
 }
 
 const PROBES: [ProbeType, 'livenessProbe' | 'readinessProbe' | 'startupProbe'][] = [
@@ -37,10 +40,12 @@ export class ProbeManager {
   /** `<uid>/<container>/<type>` → worker. */
   private readonly workers = new Map<string, ProbeWorker>();
   private readonly start: number;
+  private readonly scheduler: ProbeScheduler;
 
   constructor(private readonly opts: ProbeManagerOptions) {
     this.metrics = opts.metrics ?? createProberMetrics();
     this.start = opts.clock.now();
+    this.scheduler = new ProbeScheduler(opts.clock);
     for (const [type, rm] of [['Liveness', this.liveness], ['Readiness', this.readiness], ['Startup', this.startup]] as const) {
       rm.onUpdate((u) => opts.onUpdate?.(type, u));
     }
@@ -66,6 +71,7 @@ export class ProbeManager {
         if (!spec) continue;
         const w = new ProbeWorker({
           clock: this.opts.clock,
+          scheduler: this.scheduler,
           log: this.opts.log,
           runner: this.opts.runner,
           metrics: this.metrics,
@@ -73,6 +79,7 @@ export class ProbeManager {
           recordEvent: (p, ctr, t, r, m) => this.opts.recordEvent(p, ctr, t, r, m),
           managerStart: this.start,
           random: this.opts.random ?? Math.random,
+          onProbeStart: this.opts.onProbeStart,
         }, pod, c, type, spec, this.results(type));
         const reported = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((s) => s.name === c.name);
         if (reported?.containerID && type !== 'Liveness') {
@@ -125,5 +132,6 @@ export class ProbeManager {
   stop(): void {
     for (const w of this.workers.values()) w.stop();
     this.workers.clear();
+    this.scheduler.stop();
   }
 }

@@ -1,13 +1,16 @@
 // Where probes run: the network kinds (HTTP, TCP, gRPC) in a Piscina pool of worker threads
 // (workers/probe.ts) so thousands of sockets a second never stall the syncLoop; exec is a CRI
-// ExecSync call, already off-process in the runtime, so it stays on the main thread.
+// ExecSync call, already off-process in the runtime, so it stays on the main thread. Probes and
+// results cross to the pool in batches, one message per turn of the loop each way.
 
 import { availableParallelism } from 'node:os';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { CriClient } from '../runtime/cri-client.js';
 import { errorMessage } from '../util/errors.js';
 import { ProbeRunError } from './errors.js';
 import type { ExecProbeRequest, NetworkProbeRequest, ProbeOutcome, ProbeRequest, ProbeRunner } from './types.js';
+import type { ProbeBatch, ResultBatch } from '../../workers/probe.js';
 
 /** The compiled task module (dist/workers/probe.js from dist/src/prober/runner.js). */
 export const PROBE_WORKER_URL = new URL('../../workers/probe.js', import.meta.url);
@@ -24,6 +27,8 @@ export interface ProbeRunnerOptions {
   /** 'pool' (default): network probes on worker threads; 'main': on this thread (benchmarks compare). */
   mode?: 'pool' | 'main';
   threads?: number;
+  /** A pool shared with other off-thread work; created (and destroyed on close) when absent. */
+  pool?: Piscina;
 }
 
 /** gRPC DEADLINE_EXCEEDED, as the CRI client reports an ExecSync that ran past its timeout. */
@@ -45,28 +50,177 @@ export async function runExecProbe(cri: ExecCri, r: ExecProbeRequest): Promise<P
   }
 }
 
+/** The pool side of the runner: one serve() task per thread, fed through a MessagePort. */
+interface Channel {
+  port: MessagePort;
+  inflight: number;
+  out?: ProbeBatch;
+  served: Promise<unknown>;
+}
+
+/** Outcome codes as workers/probe.ts posts them. */
+const OUTCOMES: ProbeOutcome['result'][] = ['success', 'warning', 'failure', 'unknown'];
+
+export interface ProbePool {
+  run(r: NetworkProbeRequest): Promise<ProbeOutcome>;
+  close(): Promise<void>;
+}
+
+/**
+ * Network probes on pool threads with two messages per turn of the loop (the batch of probes
+ * started, the batch of results) instead of two per probe; at most PROBES_PER_THREAD in flight
+ * per thread, MAX_PROBE_QUEUE waiting beyond that.
+ */
+export function createProbePool(pool: Piscina, threads: number): ProbePool {
+  const pending = new Map<number, (o: ProbeOutcome) => void>();
+  const waiting: { id: number; r: NetworkProbeRequest }[] = [];
+  let nextId = 1;
+  let flushQueued = false;
+  let closed = false;
+  const channels: Channel[] = [];
+
+  const onResults = (ch: Channel, b: ResultBatch): void => {
+    ch.inflight -= b.ids.length;
+    for (let i = 0; i < b.ids.length; i++) {
+      const done = pending.get(b.ids[i]!);
+      if (!done) continue;
+      pending.delete(b.ids[i]!);
+      done({ result: OUTCOMES[b.codes[i]!] ?? 'unknown', output: b.outputs[i] ?? '' });
+    }
+    drain();
+  };
+  for (let i = 0; i < threads; i++) {
+    const { port1, port2 } = new MessageChannel();
+    const ch: Channel = { port: port1, inflight: 0, served: Promise.resolve() };
+    ch.served = pool.run({ port: port2 }, { name: 'serve', transferList: [port2] }).catch(() => undefined);
+    port1.on('message', (b: ResultBatch) => onResults(ch, b));
+    // The pool never keeps the process alive by itself.
+    port1.unref();
+    channels.push(ch);
+  }
+
+  const flush = (): void => {
+    flushQueued = false;
+    for (const ch of channels) {
+      if (!ch.out) continue;
+      const b = ch.out;
+      ch.out = undefined;
+      ch.port.postMessage(b);
+    }
+  };
+  const place = (id: number, r: NetworkProbeRequest): boolean => {
+    let best: Channel | undefined;
+    for (const ch of channels) if (ch.inflight < PROBES_PER_THREAD && (!best || ch.inflight < best.inflight)) best = ch;
+    if (!best) return false;
+    best.inflight++;
+    (best.out ??= { ids: [], reqs: [] }).ids.push(id);
+    best.out.reqs.push(r);
+    if (!flushQueued) {
+      flushQueued = true;
+      // Everything started in this turn (one schedule slot) goes in one message.
+      queueMicrotask(flush);
+    }
+    return true;
+  };
+  function drain(): void {
+    while (waiting.length && place(waiting[0]!.id, waiting[0]!.r)) waiting.shift();
+  }
+
+  return {
+    run(r) {
+      if (closed) return Promise.resolve({ result: 'unknown', output: new ProbeRunError(r.kind, 'the probe pool is closed').message });
+      const id = nextId++;
+      return new Promise<ProbeOutcome>((resolve) => {
+        if (!place(id, r)) {
+          if (waiting.length >= MAX_PROBE_QUEUE) {
+            resolve({ result: 'unknown', output: new ProbeRunError(r.kind, `the probe pool is saturated (${waiting.length} probes waiting)`).message });
+            return;
+          }
+          waiting.push({ id, r });
+        }
+        pending.set(id, resolve);
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      waiting.length = 0;
+      for (const ch of channels) {
+        ch.port.postMessage({ close: true });
+        ch.port.close();
+      }
+      const gone = new ProbeRunError('network', 'the probe pool closed').message;
+      for (const done of pending.values()) done({ result: 'unknown', output: gone });
+      pending.clear();
+    },
+  };
+}
+
+/** The Piscina pool for off-thread work (probes, filesystem accounting). */
+export function createWorkerPool(threads: number): Piscina {
+  return new Piscina({
+    filename: PROBE_WORKER_URL.href,
+    minThreads: threads,
+    maxThreads: threads,
+    // the serve() task of each thread plus a few accounting tasks
+    concurrentTasksPerWorker: 4,
+    // Tasks here await sockets and files: a thread blocked in Atomics.wait would stall them.
+    atomics: 'disabled',
+    idleTimeout: 60_000,
+  });
+}
+
+export function defaultPoolThreads(): number {
+  return Math.max(1, Math.min(2, availableParallelism() - 1));
+}
+
+let shared: { pool: Piscina; threads: number; users: number } | undefined;
+
+/**
+ * The process's one pool for off-thread work (probes, filesystem accounting), created by its
+ * first user and destroyed when the last one releases it.
+ */
+export function acquireWorkerPool(): { pool: Piscina; threads: number; release(): Promise<void> } {
+  shared ??= { pool: createWorkerPool(defaultPoolThreads()), threads: defaultPoolThreads(), users: 0 };
+  const s = shared;
+  s.users++;
+  let released = false;
+  return {
+    pool: s.pool,
+    threads: s.threads,
+    async release() {
+      if (released) return;
+      released = true;
+      if (--s.users > 0) return;
+      if (shared === s) shared = undefined;
+      await s.pool.destroy();
+    },
+  };
+}
+
 export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
   let pool: Piscina | undefined;
+  let release: (() => Promise<void>) | undefined;
+  let probes: ProbePool | undefined;
   let mainThread: ((r: NetworkProbeRequest) => Promise<ProbeOutcome>) | undefined;
   const network = async (r: NetworkProbeRequest): Promise<ProbeOutcome> => {
     if (opts.mode === 'main') {
       mainThread ??= (await import(PROBE_WORKER_URL.href) as { default: (r: NetworkProbeRequest) => Promise<ProbeOutcome> }).default;
       return mainThread(r);
     }
-    const threads = opts.threads ?? Math.max(1, Math.min(2, availableParallelism() - 1));
-    pool ??= new Piscina({
-      filename: PROBE_WORKER_URL.href,
-      minThreads: threads,
-      maxThreads: threads,
-      concurrentTasksPerWorker: PROBES_PER_THREAD,
-      maxQueue: MAX_PROBE_QUEUE,
-      idleTimeout: 60_000,
-    });
-    try {
-      return await pool.run(r) as ProbeOutcome;
-    } catch (err) {
-      return { result: 'unknown', output: new ProbeRunError(r.kind, errorMessage(err), { cause: err }).message };
+    if (!probes) {
+      if (opts.pool) {
+        probes = createProbePool(opts.pool, opts.threads ?? defaultPoolThreads());
+      } else if (opts.threads !== undefined) {
+        pool = createWorkerPool(opts.threads);
+        probes = createProbePool(pool, opts.threads);
+      } else {
+        const s = acquireWorkerPool();
+        release = s.release;
+        probes = createProbePool(s.pool, s.threads);
+      }
     }
+    return probes.run(r);
   };
   return {
     run(r: ProbeRequest): Promise<ProbeOutcome> {
@@ -77,9 +231,15 @@ export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
       return network(r);
     },
     async close(): Promise<void> {
-      const p = pool;
+      const p = probes;
+      probes = undefined;
+      await p?.close();
+      // a pool given by the caller is the caller's to destroy; the shared one is released
+      const own = pool;
+      const rel = release;
       pool = undefined;
-      await p?.destroy();
+      release = undefined;
+      await Promise.all([own?.destroy(), rel?.()]);
     },
   };
 }

@@ -4,19 +4,22 @@
 
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.js';
 import { podFullName } from '../api/types.js';
-import type { Clock, Timer } from '../util/clock.js';
+import type { Clock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import type { ProberMetrics } from './metrics.js';
 import type { ResultsManager } from './results.js';
+import type { ProbeScheduler, ScheduledRun } from './scheduler.js';
 import { probeRequest } from './target.js';
-import type { ProbeOutcome, ProbeResult, ProbeRunner, ProbeType } from './types.js';
+import type { ProbeOutcome, ProbeRequest, ProbeResult, ProbeRunner, ProbeType } from './types.js';
 
 /** upstream: maxProbeRetries, for runs that error (unknown) before a result is taken. */
 export const MAX_PROBE_RETRIES = 3;
 
 export interface WorkerDeps {
   clock: Clock;
+  /** The shared schedule (one timer for every probe worker). */
+  scheduler: ProbeScheduler;
   log: Logger;
   runner: ProbeRunner;
   metrics: ProberMetrics;
@@ -26,10 +29,11 @@ export interface WorkerDeps {
   /** When the probe manager started: workers created within one period of it start at a random offset. */
   managerStart: number;
   random(): number;
+  onProbeStart?(probeType: ProbeType, lateMs: number): void;
 }
 
 export class ProbeWorker {
-  private timer?: Timer;
+  private timer?: ScheduledRun;
   private stopped = false;
   private inFlight = false;
   private nextAt = 0;
@@ -41,6 +45,9 @@ export class ProbeWorker {
   private onHold = false;
   private readonly initialValue: ProbeResult;
   private readonly labels: { container: string; pod: string; namespace: string; pod_uid: string };
+  private readonly totals = new Map<string, { inc(): void }>();
+  private cached?: { key: string; req: ProbeRequest };
+  private duration?: { observe(v: number): void };
   /** Called when the worker ends by itself (pod terminal, container not restarted). */
   onExit?: () => void;
   /** The result reported before a restart of kubelet-ts (the API's status), kept for that same container. */
@@ -85,12 +92,12 @@ export class ProbeWorker {
 
   private arm(): void {
     if (this.stopped) return;
-    const { clock } = this.deps;
-    this.timer = clock.setTimeout(() => this.tick(), Math.max(0, this.nextAt - clock.now()));
+    this.timer = this.deps.scheduler.runAt(this.nextAt, () => this.tick());
   }
 
   private tick(): void {
     if (this.stopped) return;
+    this.deps.onProbeStart?.(this.probeType, this.deps.clock.now() - this.nextAt);
     // A fixed-rate schedule as upstream's ticker: a tick that finds the last probe still running is dropped.
     this.nextAt += this.periodMs;
     if (this.nextAt <= this.deps.clock.now()) this.nextAt = this.deps.clock.now() + this.periodMs;
@@ -186,6 +193,13 @@ export class ProbeWorker {
     return true;
   }
 
+  /** The request of this probe, built again only when the container or the pod IP changes. */
+  private request(status: PodStatus, criID: string): ProbeRequest {
+    const key = `${criID}|${status.podIP ?? status.podIPs?.[0]?.ip ?? ''}`;
+    if (this.cached?.key !== key) this.cached = { key, req: probeRequest(this.pod, this.container, this.spec, status, criID) };
+    return this.cached.req;
+  }
+
   private async runWithRetries(status: PodStatus, containerID: string): Promise<ProbeOutcome> {
     const { clock, metrics } = this.deps;
     const criID = containerID.includes('://') ? containerID.slice(containerID.indexOf('://') + 3) : containerID;
@@ -193,7 +207,7 @@ export class ProbeWorker {
     const began = clock.now();
     for (let i = 0; i < MAX_PROBE_RETRIES; i++) {
       try {
-        outcome = await this.deps.runner.run(probeRequest(this.pod, this.container, this.spec, status, criID));
+        outcome = await this.deps.runner.run(this.request(status, criID));
       } catch (err) {
         outcome = { result: 'unknown', output: errorMessage(err) };
       }
@@ -201,9 +215,13 @@ export class ProbeWorker {
     }
     const l = this.labels;
     const label = outcome.result === 'failure' ? 'failed' : outcome.result === 'unknown' ? 'unknown' : 'successful';
-    metrics.probeTotal.with({ probe_type: this.probeType, result: label, ...l }).inc();
+    // The metric children are looked up once per worker, not once per probe.
+    let total = this.totals.get(label);
+    if (!total) this.totals.set(label, total = metrics.probeTotal.with({ probe_type: this.probeType, result: label, ...l }));
+    total.inc();
     if (outcome.result !== 'unknown') {
-      metrics.probeDuration.with({ probe_type: this.probeType, container: l.container, pod: l.pod, namespace: l.namespace }).observe((clock.now() - began) / 1000);
+      this.duration ??= metrics.probeDuration.with({ probe_type: this.probeType, container: l.container, pod: l.pod, namespace: l.namespace });
+      this.duration.observe((clock.now() - began) / 1000);
     }
     const output = outcome.output.trim();
     if (outcome.result === 'failure') this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe failed: ${output}`);

@@ -14,3 +14,17 @@ export class ServerLimitsError extends KubeletError {
     super('ERR_SERVER_LIMITS', `server limits: ${field}: ${message}`);
   }
 }
+
+/** The serving certificate could not be read or generated (file named). */
+export class ServingCertError extends KubeletError {
+  constructor(readonly file: string, message: string, cause?: unknown) {
+    super('ERR_SERVING_CERT', `serving certificate ${file}: ${message}`, { cause });
+  }
+}
+
+/** The secure server cannot be built as configured (the field is named). */
+export class ServerAuthConfigError extends KubeletError {
+  constructor(readonly field: string, message: string) {
+    super('ERR_SERVER_AUTH_CONFIG', `${field}: ${message}`);
+  }
+}

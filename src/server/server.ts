@@ -358,7 +358,14 @@ export class KubeletServer {
       const res = new ServerResponse(req);
       res.shouldKeepAlive = false;
       res.assignSocket(socket as Socket);
-      res.on('finish', () => { res.detachSocket(socket as Socket); socket.end(); });
+      res.on('finish', () => {
+        res.detachSocket(socket as Socket);
+        // Whatever else the client sends (a body, pipelined requests) is read and dropped, so the
+        // close is not a reset that could discard the answer; a client that never stops is cut.
+        socket.resume();
+        socket.end();
+        (socket as Socket).setTimeout(this.limits.rejectLingerMs, () => socket.destroy());
+      });
       this.dispatch(name, routes, gate, req, res);
     };
     try {

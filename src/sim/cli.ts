@@ -218,6 +218,8 @@ export async function simRuntimeMain(argv: readonly string[]): Promise<number> {
             eventSendLagsMs: handle.server.takeEventSendLags(),
             loopDelayP99Ms: loopDelay.count ? loopDelay.percentile(99) / 1e6 : 0,
             loopDelayMaxMs: loopDelay.count ? loopDelay.max / 1e6 : 0,
+            // the simulator process's CPU so far (user + system, ms): what serving calls cost it
+            cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
           });
           loopDelay.reset();
           break;

@@ -63,6 +63,37 @@ export interface StartSimRuntimeServerOptions {
 
 const EVENT_TYPES = ['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT', 'CONTAINER_STOPPED_EVENT', 'CONTAINER_DELETED_EVENT'];
 
+/** Field 1 (a string) of a status request; '' when absent. */
+function readIdField(buf: Buffer): string {
+  let at = 0;
+  while (at < buf.length) {
+    let tag = 0;
+    let shift = 0;
+    let b: number;
+    do {
+      b = buf[at++]!;
+      tag |= (b & 0x7f) << shift;
+      shift += 7;
+    } while (b & 0x80 && at < buf.length);
+    const wt = tag & 7;
+    if (wt === 0) {
+      while (at < buf.length && buf[at++]! & 0x80);
+      continue;
+    }
+    if (wt !== 2) throw new SimRuntimeError('INVALID_ARGUMENT', `sim: unexpected wire type ${wt} in a status request`);
+    let len = 0;
+    shift = 0;
+    do {
+      b = buf[at++]!;
+      len += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (b & 0x80 && at < buf.length);
+    if (tag >>> 3 === 1) return buf.toString('utf8', at, at + len);
+    at += len;
+  }
+  return '';
+}
+
 function varint(n: bigint | number): Buffer {
   let v = BigInt(n);
   const out: number[] = [];
@@ -222,12 +253,37 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     }
     return out;
   };
+  /**
+   * PodSandboxStatusResponse as a runtime implementing the evented CRI (cri-api 0.27+, the
+   * `status` event shape) sends it: the sandbox (field 1), each of its containers' statuses
+   * (field 3) and the time they were taken (field 4). With the `metadata` shape (containerd
+   * 1.6-like) the sandbox alone. What it charges: the cached encodings, concatenated.
+   */
+  const encodeSandboxStatusResponse = (sb: SimSandbox): Buffer => {
+    const base = encodeSandboxStatus(sb);
+    if (state.eventShape !== 'status') return base;
+    const parts: Buffer[] = [base];
+    for (const cid of sb.containers) {
+      const c = runtime.containers.get(cid);
+      if (!c) continue;
+      const b = encodeContainerStatus(c);
+      if (b[0] !== 0x0a) throw new SimRuntimeError('UNKNOWN', 'sim: ContainerStatusResponse encoding does not start with field 1');
+      parts.push(Buffer.from([(3 << 3) | 2]), b.subarray(1));
+    }
+    parts.push(Buffer.from([4 << 3]), varint(nowNs()));
+    return Buffer.concat(parts);
+  };
+  // Status requests carry one id (field 1) and `verbose` (field 2, ignored here): read without protobufjs.
+  const idRequest = (def: grpc.MethodDefinition<unknown, unknown>, key: string): grpc.MethodDefinition<unknown, unknown> => ({
+    ...rawSerializing(def),
+    requestDeserialize: (buf: Buffer) => ({ [key]: readIdField(buf) }),
+  });
   const service: grpc.ServiceDefinition = {
     ...runtimeSvc,
     ListContainers: rawSerializing(listContainers),
     ListPodSandbox: rawSerializing(listSandboxes),
-    ContainerStatus: rawSerializing(containerStatus),
-    PodSandboxStatus: rawSerializing(sandboxStatus),
+    ContainerStatus: idRequest(containerStatus, 'container_id'),
+    PodSandboxStatus: idRequest(sandboxStatus, 'pod_sandbox_id'),
     GetContainerEvents: rawSerializing(runtimeSvc.GetContainerEvents!),
   };
 
@@ -263,7 +319,7 @@ export async function startSimRuntimeServer(opts: StartSimRuntimeServerOptions):
     })),
     StopPodSandbox: unary('StopPodSandbox', (r: { pod_sandbox_id: string }) => (runtime.stopPodSandbox(r.pod_sandbox_id), {})),
     RemovePodSandbox: unary('RemovePodSandbox', (r: { pod_sandbox_id: string }) => (runtime.removePodSandbox(r.pod_sandbox_id), {})),
-    PodSandboxStatus: unary('PodSandboxStatus', (r: { pod_sandbox_id: string }) => encodeSandboxStatus(runtime.podSandboxStatus(r.pod_sandbox_id))),
+    PodSandboxStatus: unary('PodSandboxStatus', (r: { pod_sandbox_id: string }) => encodeSandboxStatusResponse(runtime.podSandboxStatus(r.pod_sandbox_id))),
     ListPodSandbox: unary('ListPodSandbox', (r: { filter: Parameters<SimRuntime['listPodSandbox']>[0] }) => {
       const buf = Buffer.concat(runtime.listPodSandbox(r.filter).map(encodeSandbox));
       lastListBytes.sandboxes = buf.length;

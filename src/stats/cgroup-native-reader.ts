@@ -1,5 +1,11 @@
 // The native cgroup backend: one addon call per snapshot for the whole list of cgroups.
-import { loadNative, type NativeAddon, type NativeLoadResult, type NativeRawCgroupBatch } from '../native.js';
+import {
+  loadNative,
+  type NativeAddon,
+  type NativeCgroupFdTable,
+  type NativeLoadResult,
+  type NativeRawCgroupBatch,
+} from '../native.js';
 import {
   CGROUP_FIELD_NAMES,
   CGROUP_SLOTS,
@@ -9,8 +15,26 @@ import {
   type CgroupRef,
 } from './cgroup-sample.js';
 
-type ReadSync = (kinds: Uint8Array, paths: string) => NativeRawCgroupBatch;
-type ReadAsync = (kinds: Uint8Array, paths: string) => Promise<NativeRawCgroupBatch>;
+type ReadSync = (kinds: Uint8Array, paths: string, keepOpen?: boolean) => NativeRawCgroupBatch;
+type ReadAsync = (kinds: Uint8Array, paths: string, keepOpen?: boolean) => Promise<NativeRawCgroupBatch>;
+
+/** The addon's kept-open descriptor table, when the build has one. */
+export interface NativeFdTableOps {
+  forget(dirs: string): void;
+  stats(): NativeCgroupFdTable;
+  setBudget(n: number): number;
+}
+
+/** Every directory a ref names (the table keeps descriptors per directory). */
+export function dirsOfRef(ref: CgroupRef): string[] {
+  if (ref.version === 2) return [ref.dir];
+  const out: string[] = [];
+  for (const slot of CGROUP_SLOTS) {
+    const dir = ref[slot];
+    if (dir !== undefined && dir !== '') out.push(dir);
+  }
+  return out;
+}
 
 /** The addon's call arguments for a list: versions, and 6 NUL-terminated dirs per cgroup. */
 export function encodeCgroupRefs(list: readonly CgroupRef[]): { kinds: Uint8Array; paths: string } {
@@ -36,29 +60,67 @@ export function encodeCgroupRefs(list: readonly CgroupRef[]): { kinds: Uint8Arra
   return { kinds, paths: parts.length === 0 ? '' : parts.join('\0') + '\0' };
 }
 
+export interface NativeCgroupReaderOptions {
+  clockTicks?: number;
+  /**
+   * Read through descriptors kept open between snapshots (pread at offset 0), within the
+   * addon's descriptor budget. Default: true when the addon has the table.
+   */
+  keepOpen?: boolean;
+  fdTable?: NativeFdTableOps;
+}
+
 export class NativeCgroupReader implements CgroupReader {
   readonly backend = 'native' as const;
   /** USER_HZ the addon converts cpuacct.stat with (sysconf(_SC_CLK_TCK)). */
   readonly clockTicks: number;
+  /** Whether reads go through kept-open descriptors. */
+  readonly keepOpen: boolean;
   readonly #readSync: ReadSync;
   readonly #readAsync: ReadAsync;
+  readonly #table?: NativeFdTableOps;
 
-  constructor(readSync: ReadSync, readAsync: ReadAsync, clockTicks = 100) {
+  constructor(readSync: ReadSync, readAsync: ReadAsync, options: NativeCgroupReaderOptions | number = {}) {
+    const o = typeof options === 'number' ? { clockTicks: options } : options;
     this.#readSync = readSync;
     this.#readAsync = readAsync;
-    this.clockTicks = clockTicks;
+    this.clockTicks = o.clockTicks ?? 100;
+    this.#table = o.fdTable;
+    this.keepOpen = (o.keepOpen ?? true) && o.fdTable !== undefined;
+  }
+
+  /** The same addon, reading with or without kept-open descriptors (benchmarks compare both). */
+  withKeepOpen(keepOpen: boolean): NativeCgroupReader {
+    return new NativeCgroupReader(this.#readSync, this.#readAsync, { clockTicks: this.clockTicks, keepOpen, fdTable: this.#table });
   }
 
   /** Reads off the main thread (one libuv pool task for the whole list). */
   async readCgroups(list: readonly CgroupRef[]): Promise<CgroupSampleBatch> {
     const { kinds, paths } = encodeCgroupRefs(list);
-    return new CgroupSampleBatch(await this.#readAsync(kinds, paths));
+    return new CgroupSampleBatch(await this.#readAsync(kinds, paths, this.keepOpen));
   }
 
   /** Reads on the calling thread: for benchmarks and tools, never the agent's main loop. */
   readCgroupsSync(list: readonly CgroupRef[]): CgroupSampleBatch {
     const { kinds, paths } = encodeCgroupRefs(list);
-    return new CgroupSampleBatch(this.#readSync(kinds, paths));
+    return new CgroupSampleBatch(this.#readSync(kinds, paths, this.keepOpen));
+  }
+
+  /** Closes the kept descriptors of cgroups no longer watched (a removed container). */
+  forget(list: readonly CgroupRef[]): void {
+    if (!this.#table || list.length === 0) return;
+    const dirs = list.flatMap(dirsOfRef);
+    if (dirs.length > 0) this.#table.forget(dirs.join('\0') + '\0');
+  }
+
+  /** The descriptor table's budget and counters, when the addon has one. */
+  fdTable(): NativeCgroupFdTable | undefined {
+    return this.#table?.stats();
+  }
+
+  /** Caps the kept descriptors (never above the derived budget); returns the budget in force. */
+  setFdBudget(n: number): number | undefined {
+    return this.#table?.setBudget(n);
   }
 }
 
@@ -66,7 +128,10 @@ export class NativeCgroupReader implements CgroupReader {
  * The native reader, or the reason it cannot be used (addon absent or stale, or its field
  * table differs from CGROUP_FIELD_NAMES). `loaded` defaults to loadNative().
  */
-export function createNativeCgroupReader(loaded: NativeLoadResult = loadNative()): {
+export function createNativeCgroupReader(
+  loaded: NativeLoadResult = loadNative(),
+  options: { keepOpen?: boolean } = {},
+): {
   reader?: NativeCgroupReader;
   error?: string;
 } {
@@ -80,7 +145,18 @@ export function createNativeCgroupReader(loaded: NativeLoadResult = loadNative()
   const mismatch = fieldTableMismatch(names);
   if (mismatch) return { error: `native cgroup reader field table differs from the TypeScript one: ${mismatch}` };
   const ticks = typeof addon.clockTicks === 'function' ? addon.clockTicks() : 100;
-  return { reader: new NativeCgroupReader(readCgroupsSync.bind(addon), readCgroupsAsync.bind(addon), ticks) };
+  const { forgetCgroups, cgroupFdTable, setCgroupFdBudget } = addon;
+  const fdTable: NativeFdTableOps | undefined =
+    typeof forgetCgroups === 'function' && typeof cgroupFdTable === 'function' && typeof setCgroupFdBudget === 'function'
+      ? { forget: forgetCgroups.bind(addon), stats: cgroupFdTable.bind(addon), setBudget: setCgroupFdBudget.bind(addon) }
+      : undefined;
+  return {
+    reader: new NativeCgroupReader(readCgroupsSync.bind(addon), readCgroupsAsync.bind(addon), {
+      clockTicks: ticks,
+      keepOpen: options.keepOpen,
+      fdTable,
+    }),
+  };
 }
 
 function fieldTableMismatch(names: readonly string[]): string | undefined {

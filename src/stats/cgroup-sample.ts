@@ -477,4 +477,6 @@ export class CgroupSampleBatch implements RawCgroupBatch {
 export interface CgroupReader {
   readonly backend: 'native' | 'fs';
   readCgroups(list: readonly CgroupRef[]): Promise<CgroupSampleBatch>;
+  /** Releases what the reader keeps for cgroups no longer read (kept-open descriptors). */
+  forget?(list: readonly CgroupRef[]): void;
 }

@@ -7,7 +7,10 @@ import { performance } from 'node:perf_hooks';
 
 import type { Pod } from '../api/types.js';
 import type { StatsBackend } from '../config/kubelet-config.js';
-import type { ImageFsInfoResponse } from '../runtime/cri-types.js';
+import type { ContainerStats as CriContainerStats, ImageFsInfoResponse } from '../runtime/cri-types.js';
+import { acquireWorkerPool } from '../prober/runner.js';
+import type { UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
+import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, usageRequests, type MeasureFs } from './fs-usage.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
@@ -36,7 +39,13 @@ export type StatsBackendName = StatsBackend;
 /** What the provider needs from the kubelet (the Kubelet class has all of it). */
 export interface StatsHost {
   readonly nodeName: string;
-  readonly config: { readonly statsBackend: StatsBackendName; readonly cgroupRoot?: string | null };
+  readonly config: {
+    readonly statsBackend: StatsBackendName;
+    readonly cgroupRoot?: string | null;
+    /** How often volumes, logs and writable layers are measured; 0 turns that accounting off (upstream). */
+    readonly volumeStatsAggPeriod?: number;
+    readonly podLogsDir?: string;
+  };
   readonly flags: { readonly rootDir: string };
   readonly cri: CriStatsSource & { imageFsInfo(): Promise<ImageFsInfoResponse> };
   readonly clock?: Clock;
@@ -59,6 +68,8 @@ export interface StatsProviderOptions {
   fsReader?: CgroupReader;
   /** Where procfs is (tests). Default /proc. */
   procDir?: string;
+  /** Runs the du-like walks; default: the shared worker pool (workers/fs-usage.ts). */
+  measureFs?: MeasureFs;
 }
 
 export interface StatsSnapshot {
@@ -124,6 +135,10 @@ export class StatsProvider {
   #running = false;
   #imageFsWarned = false;
   #initialized?: Promise<void>;
+  #fsUsage?: FsUsageCache;
+  #releasePool?: () => Promise<void>;
+  #writable?: { at: number; byId: Map<string, CriContainerStats>; inflight: boolean };
+  #pool?: { run(task: unknown, opts: { filename: string }): Promise<unknown> };
 
   constructor(opts: StatsProviderOptions) {
     this.#opts = opts;
@@ -162,6 +177,45 @@ export class StatsProvider {
     this.#running = false;
     this.#timer?.cancel();
     this.#timer = undefined;
+    const release = this.#releasePool;
+    this.#releasePool = undefined;
+    void release?.().catch((err: unknown) => this.#log.warn('Releasing the worker pool failed', { err: (err as Error).message }));
+  }
+
+  /** The accounting cache (undefined while volumeStatsAggPeriod is 0). */
+  get fsUsage(): FsUsageCache | undefined {
+    return this.#fsUsage;
+  }
+
+  #measureFs(): MeasureFs {
+    if (this.#opts.measureFs) return this.#opts.measureFs;
+    return async (reqs: UsageRequest[]) => {
+      if (!this.#releasePool) {
+        const shared = acquireWorkerPool();
+        this.#releasePool = shared.release;
+        this.#pool = shared.pool;
+      }
+      return (await this.#pool!.run(reqs, { filename: FS_USAGE_WORKER_URL.href })) as UsageAnswer[];
+    };
+  }
+
+  /** Writable layers from the runtime's ContainerStats, refreshed at most once per period. */
+  #writableLayers(periodMs: number): Map<string, CriContainerStats> | undefined {
+    const w = (this.#writable ??= { at: -Infinity, byId: new Map(), inflight: false });
+    if (!w.inflight && this.#clock.now() - w.at >= periodMs) {
+      w.inflight = true;
+      void this.#host.cri.listContainerStats(null).then(
+        (stats) => {
+          w.byId = new Map(stats.filter((s) => s.attributes?.id).map((s) => [s.attributes!.id, s]));
+          w.at = this.#clock.now();
+        },
+        (err: unknown) => {
+          w.at = this.#clock.now();
+          this.#log.warn('Container writable layer stats unavailable', { err: (err as Error).message });
+        },
+      ).finally(() => { w.inflight = false; });
+    }
+    return w.at === -Infinity ? undefined : w.byId;
   }
 
   #init(): Promise<void> {
@@ -290,6 +344,12 @@ export class StatsProvider {
         plan.pods.push(podPlan);
       }
     }
+    // Containers gone from the plan: their kept-open cgroup descriptors go with them.
+    if (this.#reader?.forget) {
+      const dropped: CgroupRef[] = [];
+      for (const [key, ref] of this.#refCache) if (!next.has(key)) dropped.push(ref);
+      if (dropped.length > 0) this.#reader.forget(dropped);
+    }
     this.#refCache = next;
     return { plan, refs, paths };
   }
@@ -315,7 +375,22 @@ export class StatsProvider {
     if (imageFs) node.figures.imageFs = imageFs;
     const summary = buildCgroupSummary(plan, batch, node.figures, time, this.#cgroupRates);
     if (criResponses) summary.pods = buildCriPodStats(criResponses, time, this.#criRates, imageFs);
+    this.#account(summary, cri, node.figures.fs, imageFs);
     return { time, backend, summary, cgroups: { paths, batch }, durationMs: performance.now() - started };
+  }
+
+  /** Volumes, logs, writable layers and ephemeral storage from the accounting cache (refreshed in the background). */
+  #account(summary: Summary, cri: boolean, nodeFs: FsStats | undefined, imageFs: FsStats | undefined): void {
+    const periodMs = this.#host.config.volumeStatsAggPeriod;
+    if (periodMs === undefined || !(periodMs > 0)) return;
+    this.#fsUsage ??= new FsUsageCache({ measure: this.#measureFs(), clock: this.#clock, periodMs, log: this.#log });
+    const pods = this.#host.getPods();
+    const rootDir = this.#host.flags.rootDir;
+    const podLogsDir = this.#host.config.podLogsDir;
+    this.#fsUsage.track(usageRequests(pods, rootDir, podLogsDir));
+    // the CRI backend took the writable layers with the rest of its figures
+    const writableLayers = cri ? undefined : this.#writableLayers(periodMs);
+    addFsAccounting(summary, { pods, rootDir, podLogsDir, cache: this.#fsUsage, writableLayers, nodeFs, imageFs });
   }
 
   /** The kubepods cgroup's creation time (its directory's birth or change time), looked up once. */

@@ -58,11 +58,16 @@ async function currentPayload(dataDir: string, paths: readonly string[]): Promis
   return out;
 }
 
+export interface WriteOptions {
+  /** Run on the whole target dir once the new files are written, before they are swapped in (upstream's setPerms: fsGroup ownership). */
+  setPerms?: (targetDir: string) => Promise<void>;
+}
+
 /**
  * Writes `payload` (relative path → content) into `targetDir` atomically. Returns false when
  * the directory already held exactly this payload (nothing written).
  */
-export async function writeAtomically(targetDir: string, payload: ReadonlyMap<string, FileProjection>, clock: Clock): Promise<boolean> {
+export async function writeAtomically(targetDir: string, payload: ReadonlyMap<string, FileProjection>, clock: Clock, opts: WriteOptions = {}): Promise<boolean> {
   for (const p of payload.keys()) {
     const why = validatePayloadPath(p);
     if (why) throw new AtomicWriteError(targetDir, `${why}: ${JSON.stringify(p)}`);
@@ -96,6 +101,7 @@ export async function writeAtomically(targetDir: string, payload: ReadonlyMap<st
       // open(2) masks the mode with the umask; the projection's mode is what the user asked
       await chmod(full, f.mode);
     }
+    if (opts.setPerms) await opts.setPerms(targetDir);
     const tmpLink = posix.join(targetDir, DATA_DIR_TMP_NAME);
     await rm(tmpLink, { force: true });
     await symlink(tsName, tmpLink);

@@ -9,6 +9,8 @@ import type { Clock } from '../util/clock.js';
 import { confinedJoin } from '../util/safe-path.js';
 import { writeAtomically, type FileProjection } from './atomic-writer.js';
 import { VolumeSetupError } from './errors.js';
+import { ensureTmpfs } from './tmpfs.js';
+import type { Mounter } from './mounter.js';
 
 export const DOWNWARD_API_PLUGIN = 'kubernetes.io~downward-api';
 
@@ -52,13 +54,18 @@ export function collectDownwardAPIData(volumeName: string, pod: Pod, items: read
   return out;
 }
 
-/** Writes the volume at `<podDir>/volumes/kubernetes.io~downward-api/<name>`; returns its path. */
-export async function setUpDownwardAPI(podDirectory: string, volumeName: string, pod: Pod, source: { items?: unknown[]; defaultMode?: number }, ctx: DownwardAPIContext, clock: Clock): Promise<string> {
+/**
+ * Writes the volume at `<podDir>/volumes/kubernetes.io~downward-api/<name>`, on a tmpfs as
+ * upstream (its wrapped emptyDir is memory-backed); returns its path.
+ */
+export async function setUpDownwardAPI(podDirectory: string, volumeName: string, pod: Pod, source: { items?: unknown[]; defaultMode?: number }, ctx: DownwardAPIContext, clock: Clock, mounter: Mounter, setPerms?: (dir: string) => Promise<void>): Promise<string> {
   const dir = confinedJoin(podDirectory, 'volumes', DOWNWARD_API_PLUGIN, volumeName);
   const payload = collectDownwardAPIData(volumeName, pod, (source.items ?? []) as DownwardAPIItem[], source.defaultMode, ctx);
   try {
-    await writeAtomically(dir, payload, clock);
+    await ensureTmpfs(dir, volumeName, mounter);
+    await writeAtomically(dir, payload, clock, { setPerms });
   } catch (err) {
+    if (err instanceof VolumeSetupError) throw err;
     throw new VolumeSetupError(volumeName, `downwardAPI volume "${volumeName}": ${(err as Error).message}`, { cause: err });
   }
   return dir;

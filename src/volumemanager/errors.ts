@@ -23,3 +23,10 @@ export class VolumeMountError extends KubeletError {
     );
   }
 }
+
+/** A volume's data could not be put together (a missing key, a source kubelet-ts lacks); upstream's text. */
+export class VolumePayloadError extends KubeletError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_VOLUME_PAYLOAD', message, options);
+  }
+}

@@ -149,6 +149,31 @@ describe('pod cgroups', () => {
     });
   });
 
+  describe('resyncs', () => {
+    for (const l of ['v2', 'hybrid'] as const) {
+      it(`${l}: an unchanged pod's cgroup is not rewritten on resync; a removed one, or new limits, are applied again`, async () => {
+        const h = layout(l);
+        const m = manager(h);
+        const name = await m.ensureExists(guaranteed('u-r'));
+        const memDir = l === 'v2' ? join(h.root, 'unified', 'kubepods', 'podu-r') : join(h.root, 'memory', 'kubepods', 'podu-r');
+        const memFile = join(memDir, l === 'v2' ? 'memory.max' : 'memory.limit_in_bytes');
+        assert.equal(read(memFile), String(64 * 2 ** 20));
+        // A marker in place of the limit: a resync that rewrote the file would replace it.
+        writeFileSync(memFile, 'marker');
+        assert.equal(await m.ensureExists(guaranteed('u-r')), name);
+        assert.equal(read(memFile), 'marker', 'the resync did not write the limit again');
+        // Other limits (a resize): written.
+        const bigger = pod('u-r', [{ requests: { cpu: '500m', memory: '128Mi' }, limits: { cpu: '500m', memory: '128Mi' } }]);
+        await m.ensureExists(bigger);
+        assert.equal(read(memFile), String(128 * 2 ** 20));
+        // Removed behind its back (plain files here: rmdir would refuse them): made again.
+        await rm(memDir, { recursive: true, force: true });
+        await m.ensureExists(bigger);
+        assert.equal(read(memFile), String(128 * 2 ** 20));
+      });
+    }
+  });
+
   describe('names from outside stay under the cgroup root', () => {
     for (const l of ['v1', 'v2', 'hybrid'] as const) {
       it(`${l}: uid "../../x" is refused before any mkdir`, async () => {

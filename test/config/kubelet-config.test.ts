@@ -157,11 +157,13 @@ describe('a kubeadm-generated config', () => {
 
   it('warns once for each upstream field kubelet-ts does not model and that is set, naming it', () => {
     // cpuManagerReconcilePeriod: 0s, imageMaximumGCAge: 0s and memorySwap: {} are Go zero values: unset.
-    for (const field of ['logging', 'resolvConf', 'rotateCertificates']) {
+    for (const field of ['logging', 'rotateCertificates']) {
       const hits = warnings.filter((w) => w.includes(`field ${field} is not implemented by kubelet-ts yet; ignored`));
       assert.equal(hits.length, 1, `warnings for ${field}: ${JSON.stringify(warnings)}`);
     }
-    assert.equal(warnings.length, 3, JSON.stringify(warnings));
+    // resolvConf is modeled and implemented now: read, not warned about
+    assert.equal(config.resolvConf, '/run/systemd/resolve/resolv.conf');
+    assert.equal(warnings.length, 2, JSON.stringify(warnings));
     assert.ok(warnings.every((w) => w.includes('kubeadm-kubelet-config.yaml')));
   });
 
@@ -171,9 +173,8 @@ describe('a kubeadm-generated config', () => {
 
   it('names the modeled fields it sets that kubelet-ts does not implement', () => {
     const names = notImplementedWarnings(config, defaultKubeletConfig());
-    assert.deepEqual(names.sort(), [
-      'field authentication.x509.clientCAFile is not implemented by kubelet-ts yet; ignored',
-    ]);
+    // authentication (x509.clientCAFile) is implemented now: nothing left to name.
+    assert.deepEqual(names.sort(), []);
   });
 
   it('is refused with the systemd cgroup driver kubeadm writes by default, naming cgroupDriver', () => {
@@ -317,8 +318,9 @@ describe('parseKubeletConfigFile', () => {
     const { config, warnings } = loadFixture('unknown-fields.yaml');
     assert.ok(warnings.some((w) => w.includes('unknown field "maxPodz"')), JSON.stringify(warnings));
     assert.ok(warnings.some((w) => w.includes('unknown field "authentication.webhook.cacheTtl"')), JSON.stringify(warnings));
-    assert.ok(warnings.some((w) => w.includes('field tlsCipherSuites is not implemented by kubelet-ts yet; ignored')));
-    assert.equal(warnings.length, 3, JSON.stringify(warnings));
+    // tlsCipherSuites is implemented (and validated) now: no warning.
+    assert.ok(!warnings.some((w) => w.includes('tlsCipherSuites')), JSON.stringify(warnings));
+    assert.equal(warnings.length, 2, JSON.stringify(warnings));
     assert.equal(config.maxPods, 250);
     assert.equal(config.statsBackend, 'fs');
     assert.equal(config.oomWatcher, 'cgroup');
@@ -551,5 +553,24 @@ describe('validateKubeletConfig', () => {
     c.serializeImagePulls = false;
     c.systemReserved = { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi', pid: '1000' };
     validateKubeletConfig(c);
+  });
+});
+
+describe('resolvConf and configMapAndSecretChangeDetectionStrategy', () => {
+  it('default to /etc/resolv.conf and Watch', () => {
+    const { config } = fromYaml('');
+    assert.equal(config.resolvConf, '/etc/resolv.conf');
+    assert.equal(config.configMapAndSecretChangeDetectionStrategy, 'Watch');
+  });
+
+  it('an explicit empty resolvConf means none; a path is kept', () => {
+    assert.equal(fromYaml('resolvConf: ""\n').config.resolvConf, '');
+    assert.equal(fromYaml('resolvConf: /run/systemd/resolve/resolv.conf\n').config.resolvConf, '/run/systemd/resolve/resolv.conf');
+  });
+
+  it('refuses an unknown change detection strategy, naming the field', () => {
+    const { config } = fromYaml('configMapAndSecretChangeDetectionStrategy: Poll\n');
+    assert.throws(() => validateKubeletConfig(config), isConfigError('configMapAndSecretChangeDetectionStrategy', 'must be one of "Get", "Cache", "Watch"', 'Poll'));
+    validateKubeletConfig(fromYaml('configMapAndSecretChangeDetectionStrategy: Get\n').config);
   });
 });

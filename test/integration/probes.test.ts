@@ -1,6 +1,7 @@
 // Probes on real containerd (busybox httpd and sh): a failing liveness probe restarts the
 // container with upstream's message; readiness flips Ready both ways; a startup probe holds
-// liveness back and then releases it; exec probes pass, fail and time out; /metrics/probes.
+// liveness back and then releases it; exec probes pass, fail and time out; /metrics/probes;
+// SIGTERM ends kubelet-ts with probes in flight.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +21,7 @@ describe('probes on a real runtime', () => {
   let cri: CriClient;
   let manifestDir: string;
   let kubelet: KubeletProcess;
+  let restartedRoot: string | undefined;
 
   before(async () => {
     rt = await ensureRuntime();
@@ -62,6 +64,7 @@ describe('probes on a real runtime', () => {
     await waitFor(async () => (await cri.listPodSandbox({ label_selector: { test: 'probes' } })).length === 0, WAIT, 'pods to be removed').catch(() => undefined);
     await kubelet.stop();
     await rm(manifestDir, { recursive: true, force: true });
+    if (restartedRoot) await rm(restartedRoot, { recursive: true, force: true });
     cri.close();
   });
 
@@ -108,5 +111,22 @@ describe('probes on a real runtime', () => {
     const text = await (await fetch(`http://127.0.0.1:${kubelet.readOnlyPort}/metrics/probes`)).text();
     assert.match(text, /prober_probe_total\{container="quick",[^}]*probe_type="Readiness",result="successful"\} [1-9]/);
     assert.match(text, /prober_probe_total\{container="slow",[^}]*probe_type="Readiness",result="failed"\} [1-9]/);
+  });
+
+  it('SIGTERM with probes running ends kubelet-ts with code 0 (pods keep running)', async () => {
+    const { child, rootDir } = kubelet;
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (c, s) => r([c, s])));
+    child.kill('SIGTERM');
+    // The limit only bounds a hang; a second signal would exit with 1, so it is never sent here.
+    const hang = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const [code, signal] = await exited;
+    clearTimeout(hang);
+    assert.equal(signal, null, 'kubelet-ts had to be killed');
+    assert.equal(code, 0);
+    assert.doesNotMatch(kubelet.logs(), /Second signal/);
+    assert.ok((await cri.listPodSandbox({ label_selector: { test: 'probes' } })).length >= 4, 'pods keep running');
+    // A kubelet-ts on the same root and manifests cleans the pods up afterwards.
+    kubelet = await startKubelet({ endpoint: rt.endpoint, manifestDir, rootDir });
+    restartedRoot = rootDir;
   });
 });

@@ -146,12 +146,12 @@ describe('volumes, hosts, DNS and termination messages on containerd', () => {
     assert.equal(cs.length, 0, 'no container was created');
   });
 
-  it('a configMap volume in a static pod is a FailedMount event and the pod waits in ContainerCreating', async () => {
+  it('a configMap volume in a standalone static pod is a FailedMount event naming the volume and the object and the pod waits in ContainerCreating', async () => {
     await writeFile(join(kubelet.manifestDir, 'cm.json'), staticPod('cm', {
       volumes: [{ name: 'cfg', configMap: { name: 'settings' } }],
       containers: [{ name: 'app', image: rt.images.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }] }],
     }));
-    await waitFor(async () => /Event occurred.*reason="FailedMount".*failed to process volumes=\[cfg\].*volume \\"cfg\\" of pod default\/cm-/.test(kubelet.logs()), WAIT, 'the FailedMount event');
+    await waitFor(async () => /Event occurred.*reason="FailedMount".*failed to process volumes=\[cfg\]: MountVolume.SetUp failed for volume \\"cfg\\" : configmap \\"default\/settings\\": not supported due to running kubelet in standalone mode/.test(kubelet.logs()), WAIT, 'the FailedMount event');
     const pod = await podNamed('cm');
     assert.equal(pod?.status?.phase, 'Pending');
     assert.equal(pod?.status?.containerStatuses?.[0]?.state.waiting?.reason, 'ContainerCreating');

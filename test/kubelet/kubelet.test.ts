@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kubelet, STOP_TIMEOUT_MS } from '../../src/kubelet/kubelet.js';
@@ -40,11 +40,13 @@ test('periodic tasks keep one live timer each, however many ticks pass', async (
   const { h, k, dir } = await started();
   try {
     const first = k.liveTimers();
-    assert.equal(first, 3, 'runtime check, sync tick, housekeeping');
+    assert.equal(first, 4, 'runtime check, sync tick, housekeeping, resolv.conf check');
     for (let i = 0; i < 600; i++) {
       h.clock.step(1000);
       await settle(2);
     }
+    // a housekeeping tick reading the pods directory may still be in flight: it re-arms when done
+    await until(() => k.liveTimers() === first, 'every periodic task re-armed');
     assert.equal(k.liveTimers(), first);
     assert.ok(h.clock.pendingTimers() <= first + 1, `pending fake timers: ${h.clock.pendingTimers()}`);
   } finally {
@@ -210,4 +212,23 @@ test('the syncloop check passes before the loop has started (as upstream) and fa
     await rm(dir, { recursive: true, force: true });
   }
   assert.equal(syncloop()?.ok, false, 'stopped');
+});
+
+test('the configured resolvConf is checked at start: too many search domains is a CheckLimitsForResolvConf warning on the node', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-kubelet-'));
+  const h = harness(dir);
+  const file = join(dir, 'resolv.conf');
+  await writeFile(file, `nameserver 10.0.0.53\nsearch ${Array.from({ length: 30 }, (_, i) => `d${i}.example`).join(' ')}\n`);
+  h.config.resolvConf = file;
+  h.config.clusterDomain = 'cluster.local';
+  const k = new Kubelet({ config: h.config, flags: h.flags, deps: h.deps });
+  try {
+    await k.start();
+    await until(() => k.events.recent().some((e) => e.reason === 'CheckLimitsForResolvConf'), 'the resolv.conf check');
+    const e = k.events.recent().find((x) => x.reason === 'CheckLimitsForResolvConf')!;
+    assert.deepEqual([e.object, e.type, e.message], ['Node node-a', 'Warning', `Resolv.conf file '${file}' contains search line consisting of more than 29 domains!`]);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -188,3 +188,17 @@ test('housekeeping waits until every source was seen and the runtime is up', asy
   assert.deepEqual(t.updates, []);
   assert.deepEqual(t.cgroups.removed, []);
 });
+
+test('housekeeping removes orphaned pod directories, keeping desired, working and runtime-known pods; not before the sources were seen', async () => {
+  const kept: string[][] = [];
+  const volumes = { cleanupOrphanedPodDirs: async (keep: ReadonlySet<string>) => { kept.push([...keep].sort()); return []; } };
+  const early = hk({ ready: () => false, volumes });
+  await handleHousekeeping(early.opts);
+  assert.deepEqual(kept, []);
+  const t = hk({ volumes });
+  t.podManager.addPod(mkPod('desired'));
+  t.known.add('working');
+  t.pleg.known.set('running', knownPod('running', 'r'));
+  await handleHousekeeping(t.opts);
+  assert.deepEqual(kept, [['desired', 'running', 'working']]);
+});

@@ -132,3 +132,31 @@ describe('search line limits (upstream formDNSSearchFitsLimits)', () => {
     assert.deepEqual(fitSearchLimits(['a', long, 'b']), { kept: ['a', 'b'], exceeded: true });
   });
 });
+
+describe('host resolv.conf limits (upstream CheckLimitsForResolvConf)', () => {
+  const withSearch = (domains: string[], o: Partial<DNSConfigurerOptions> = {}) => configurer({ readFile: async () => `nameserver 1.1.1.1\nsearch ${domains.join(' ')}\n`, ...o });
+  const names = (n: number, len = 10): string[] => Array.from({ length: n }, (_, i) => `${String(i).padStart(2, '0')}${'d'.repeat(len - 2)}`);
+
+  it('leaves 29 domains to the host when clusterDomain is set, 32 otherwise', async () => {
+    assert.equal(await withSearch(names(29)).checkLimitsForResolvConf(), undefined);
+    assert.equal(await withSearch(names(30)).checkLimitsForResolvConf(), "Resolv.conf file '/etc/resolv.conf' contains search line consisting of more than 29 domains!");
+    assert.equal(await withSearch(names(30), { clusterDomain: '' }).checkLimitsForResolvConf(), undefined);
+  });
+
+  it('warns about a domain over 253 characters and a search line over 2048', async () => {
+    assert.equal(await withSearch(['a'.repeat(254)]).checkLimitsForResolvConf(), "Resolv.conf file '/etc/resolv.conf' contains a search path which length is more than allowed 253 chars!");
+    assert.equal(await withSearch(names(10, 250)).checkLimitsForResolvConf(), "Resolv.conf file '/etc/resolv.conf' contains search line which length is more than allowed 2048 chars!");
+  });
+
+  it('an empty resolvConf checks nothing and gives host-DNS pods the node\'s loopback resolver', async () => {
+    const c = configurer({ resolvConf: '', readFile: async () => { throw new Error('must not be read'); } });
+    assert.equal(await c.checkLimitsForResolvConf(), undefined);
+    assert.deepEqual(await c.podDNS(pod({ dnsPolicy: 'Default' })), { servers: ['127.0.0.1'], searches: ['.'], options: [] });
+  });
+
+  it('refuses a resolver config over 10 MiB, naming the file', async () => {
+    const big = configurer({ readFile: async () => `search a\n${'#'.repeat(10 * 1024 * 1024)}` });
+    await assert.rejects(big.podDNS(pod({ dnsPolicy: 'Default' })), /\/etc\/resolv.conf: the resolver config is larger than 10485760 bytes/);
+    assert.match((await big.checkLimitsForResolvConf())!, /larger than 10485760 bytes/);
+  });
+});

@@ -312,3 +312,43 @@ test('with a container status source, a cached pod is refreshed only where it ch
     new Set(['ContainerDied:c2', 'ContainerStarted:c3', 'ContainerDied:c1', 'ContainerRemoved:c1']),
   );
 });
+
+test('first relist against a runtime that sends container statuses with the sandbox: one call per pod', async () => {
+  const runtime = new RuntimeDouble();
+  const cache = new PodCache();
+  const channel = new ChannelDouble();
+  const sandboxReads: string[] = [];
+  const pleg = new GenericPLEG({
+    runtime,
+    status: {
+      ...runtime.statusSource,
+      sandboxStatusWithContainers: async (id) => {
+        sandboxReads.push(id);
+        const sb = await runtime.statusSource.sandboxStatus(id);
+        runtime.singleReads.pop();
+        if (!sb) return null;
+        // the runtime covers c1 only; c2 (say, in another sandbox) is read on its own
+        const c1 = (await runtime.statusSource.containerStatus('c1'))!;
+        runtime.singleReads.pop();
+        return { sandbox: sb, containers: [c1] };
+      },
+    },
+    cache,
+    clock: new FakeClock(),
+    log: loggerDouble(),
+    relistPeriodMs: 1000,
+    relistThresholdMs: 180_000,
+    emit: channel.emit,
+  });
+  runtime.sandbox('u1', 'sb1', 'SANDBOX_READY');
+  runtime.container('u1', 'c1', 'CONTAINER_RUNNING');
+  runtime.container('u1', 'c2', 'CONTAINER_RUNNING');
+  await pleg.relist();
+  assert.deepEqual(sandboxReads, ['sb1']);
+  assert.deepEqual(runtime.singleReads, ['c2'], 'only the container the sandbox read did not cover');
+  assert.equal(pleg.lastRelistStats?.containerReads, 2);
+  const st = cache.get('u1').status!;
+  assert.deepEqual(st.containerStatuses.map((c) => c.id).sort(), ['c1', 'c2']);
+  assert.deepEqual(st.ips, ['10.88.0.9']);
+  assert.deepEqual(new Set(channel.take().map((e) => `${e.type}:${e.data}`)), new Set(['ContainerStarted:sb1', 'ContainerStarted:c1', 'ContainerStarted:c2']));
+});

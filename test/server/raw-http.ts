@@ -2,6 +2,7 @@
 // and refuses to send malformed requests), and a KubeletServer on loopback with a host double.
 
 import { createServer as createNetServer, connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { KubeletServer, type Handler, type ServerHost, type ServerLimits } from '../../src/server/server.js';
 import type { Logger, LogFields } from '../../src/util/log.js';
 
@@ -31,6 +32,8 @@ export interface ExchangeOptions {
   /** Stop writing after the chunks (do not half-close); the server must end it. */
   stall?: boolean;
   deadlineMs?: number;
+  /** Over TLS (the secure port; its certificate is not verified), HTTP/1.1 by ALPN. */
+  tls?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -77,7 +80,9 @@ export function exchange(port: number, chunks: Array<string | Buffer>, opts: Exc
   const deadlineMs = opts.deadlineMs ?? 3000;
   const start = Date.now();
   return new Promise((resolve) => {
-    const sock = connect(port, '127.0.0.1');
+    const sock = opts.tls
+      ? tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] })
+      : connect(port, '127.0.0.1');
     let buf = Buffer.alloc(0);
     let done = false;
     const finish = (closed: boolean, timedOut: boolean): void => {
@@ -107,8 +112,8 @@ export function exchange(port: number, chunks: Array<string | Buffer>, opts: Exc
 }
 
 /** A GET on a fresh connection. */
-export function get(port: number, target: string, extra = ''): Promise<RawExchange> {
-  return exchange(port, [`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`]);
+export function get(port: number, target: string, extra = '', opts: ExchangeOptions = {}): Promise<RawExchange> {
+  return exchange(port, [`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`], opts);
 }
 
 export async function freePort(): Promise<number> {

@@ -299,3 +299,26 @@ test('the standalone entry serves, answers IPC control messages and stops cleanl
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('PodSandboxStatus carries the containers\' statuses and a timestamp with the status event shape, not with metadata', async () => {
+  await withServer(async (s, cri) => {
+    const lister = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    try {
+      const sb = [...s.runtime.sandboxes.values()][0]!;
+      const got = await lister.sandboxStatusWithContainers(sb.id);
+      assert.equal(got?.sandbox.id, sb.id);
+      assert.deepEqual(got?.containers?.map((c) => c.id).sort(), [...sb.containers].sort());
+      const one = await lister.containerStatus([...sb.containers][0]!);
+      assert.deepEqual(got?.containers?.find((c) => c.id === one?.id), one, 'the same status ContainerStatus gives');
+      // The protobufjs client still reads the sandbox (unknown fields skipped).
+      assert.equal((await cri.podSandboxStatus(sb.id)).status?.id, sb.id);
+      s.eventShape = 'metadata';
+      const old = await lister.sandboxStatusWithContainers(sb.id);
+      assert.equal(old?.sandbox.id, sb.id);
+      assert.equal(old?.containers, undefined, 'a containerd 1.6-like runtime sends the sandbox alone');
+      assert.equal(await lister.sandboxStatusWithContainers('0'.repeat(64)), null);
+    } finally {
+      lister.close();
+    }
+  });
+});

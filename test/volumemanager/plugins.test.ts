@@ -189,9 +189,6 @@ describe('VolumeManager', () => {
   });
 
   for (const [kind, source, why] of [
-    ['configMap', { name: 'cfg' }, /configMap volumes read ConfigMap objects from the API server; static pods may not reference API objects/],
-    ['secret', { secretName: 's' }, /secret volumes read Secret objects/],
-    ['projected', { sources: [] }, /projected volumes/],
     ['persistentVolumeClaim', { claimName: 'c' }, /persistentVolumeClaim volumes are not supported/],
     ['csi', { driver: 'x' }, /csi volumes are not supported/],
     ['nfs', { server: 's', path: '/' }, /nfs volumes are not supported/],
@@ -203,6 +200,22 @@ describe('VolumeManager', () => {
         assert.equal(err.code, 'FailedMount');
         assert.match(err.message, new RegExp(`^Unable to attach or mount volumes: unmounted volumes=\\[v-${kind}\\], unattached volumes=\\[\\], failed to process volumes=\\[v-${kind}\\]: volume "v-${kind}" of pod default/web: `));
         assert.match(err.message, why);
+        return true;
+      });
+    });
+  }
+
+  for (const [kind, source, object] of [
+    ['configMap', { name: 'cfg' }, 'configmap "default/cfg"'],
+    ['secret', { secretName: 's' }, 'secret "default/s"'],
+    ['projected', { sources: [{ configMap: { name: 'pc' } }] }, 'configmap "default/pc"'],
+  ] as const) {
+    it(`standalone: a ${kind} volume fails as upstream, naming the volume and the object`, async () => {
+      const p = pod([{ name: 'ok', emptyDir: {} }, { name: `v-${kind}`, [kind]: source }]);
+      await assert.rejects(manager(new FakeMounter()).mountPod(p), (err: unknown) => {
+        assert.ok(err instanceof VolumeMountError);
+        assert.equal(err.code, 'FailedMount');
+        assert.ok(err.message.endsWith(`failed to process volumes=[v-${kind}]: MountVolume.SetUp failed for volume "v-${kind}" : ${object}: not supported due to running kubelet in standalone mode`), err.message);
         return true;
       });
     });

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { httpProbe, tcpProbe, grpcProbe, MAX_RESPONSE_BODY, type HttpProbeRequest } from '../../workers/probe.js';
@@ -99,6 +101,25 @@ test('http probe: reads at most 10 KiB of the body; a slow server is a timeout f
   }
 });
 
+test('http probe: chunked and close-delimited bodies are read; a 1xx before the answer is skipped', async () => {
+  const { server, port } = await listen((q, s) => {
+    if (q.url === '/chunked') { s.write('par'); setTimeout(() => s.end('ts'), 20); return; }
+    s.end('x');
+  });
+  const raw = net.createServer((c) => {
+    c.on('error', () => {});
+    c.once('data', () => c.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close'));
+  });
+  await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+  try {
+    assert.deepEqual(await httpProbe(req(port, '/chunked')), { result: 'success', output: 'parts' });
+    assert.deepEqual(await httpProbe(req((raw.address() as AddressInfo).port, '/')), { result: 'success', output: 'until close' });
+  } finally {
+    await close(server);
+    await close(raw);
+  }
+});
+
 test('tcp probe: an open port is success, a closed one failure', async () => {
   const server = net.createServer((s) => s.on('error', () => {}));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -140,6 +161,43 @@ test('http and tcp probes leave no socket in TIME_WAIT', async () => {
   } finally {
     await close(server);
   }
+});
+
+/** Socket handles of this process (server and client sides) that are still open. */
+const tcpHandles = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+
+test('http probe against a server that closes first (HTTP/1.0, as busybox httpd) leaves no socket open', async () => {
+  const server = net.createServer((s) => {
+    s.on('error', () => {});
+    s.once('data', () => s.end('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const before = tcpHandles();
+  try {
+    const rs = await Promise.all(Array.from({ length: 20 }, () => httpProbe(req(port, '/'))));
+    assert.ok(rs.every((r) => r.result === 'success'));
+    // closes finish on the next turns of the loop; the limit only bounds a leak
+    for (let i = 0; i < 100 && tcpHandles() > before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(tcpHandles(), before, 'every probe socket is closed');
+  } finally {
+    await close(server);
+  }
+});
+
+test('a process whose probe pool ran probes (one still in flight) exits once the runner is closed', async () => {
+  const script = fileURLToPath(new URL('../fixtures/probe-pool-exit.js', import.meta.url));
+  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { out += d; });
+  // the limit only bounds a hung exit (the old code span in worker teardown forever)
+  const hang = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (c, s) => r([c, s])));
+  clearTimeout(hang);
+  assert.equal(signal, null, `the process had to be killed: ${out}`);
+  assert.equal(code, 0, out);
+  assert.match(out, /closed/);
 });
 
 // A grpc.health.v1 server by hand: service name → ServingStatus (1 SERVING, 2 NOT_SERVING).
@@ -186,10 +244,35 @@ test('grpc probe: SERVING is success; NOT_SERVING, an unknown service, no health
   }
   const gone = await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port, service: '', timeoutMs: 500 });
   assert.equal(gone.result, 'failure');
+  assert.match(gone.output, /failed to connect service at "127\.0\.0\.1:\d+"/);
+});
+
+test('grpc probes leave no socket in TIME_WAIT and no handle open', async () => {
+  const { server, port } = await healthServer({ '': 1 });
+  const before = tcpHandles();
+  try {
+    for (let i = 0; i < 30; i++) assert.equal((await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port, service: '', timeoutMs: 2000 })).result, 'success');
+    for (let i = 0; i < 100 && tcpHandles() > before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(timeWait(port), 0);
+    assert.equal(tcpHandles(), before);
+  } finally {
+    server.forceShutdown();
+  }
+});
+
+test('grpc probe: a server that never answers is a timeout', async () => {
+  const silent = net.createServer((s) => s.on('error', () => {}));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const r = await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port: (silent.address() as AddressInfo).port, service: '', timeoutMs: 300 });
+    assert.deepEqual(r, { result: 'failure', output: 'timeout: health rpc did not complete within 0.3s' });
+  } finally {
+    await close(silent);
+  }
 });
 
 test('probe runner: network probes run in the Piscina pool; exec goes to CRI ExecSync with the timeout', async () => {
-  const { server, port } = await listen((_q, s) => s.end('pooled'));
+  const { server, port } = await listen((q, s) => { if (q.url === '/down') s.writeHead(500); s.end('pooled'); });
   const execs: { id: string; cmd: string[]; timeout: number }[] = [];
   const runner = createProbeRunner({
     threads: 1,
@@ -202,7 +285,12 @@ test('probe runner: network probes run in the Piscina pool; exec goes to CRI Exe
     },
   });
   try {
-    assert.deepEqual(await runner.run(req(port, '/')), { result: 'success', output: 'pooled' });
+    // a success crosses back without its body (nothing reads it); a failure keeps its message
+    assert.deepEqual(await runner.run(req(port, '/')), { result: 'success', output: '' });
+    assert.deepEqual(await runner.run(req(port, '/down')), { result: 'failure', output: 'HTTP probe failed with statuscode: 500' });
+    // many probes started in one turn travel as one batch and all come back
+    const many = await Promise.all(Array.from({ length: 300 }, (_, i) => runner.run(i % 2 ? req(port, '/') : { kind: 'tcp', host: '127.0.0.1', port, timeoutMs: 1000 })));
+    assert.ok(many.every((o) => o.result === 'success'), JSON.stringify(many.find((o) => o.result !== 'success')));
     assert.deepEqual(await runner.run({ kind: 'tcp', host: '127.0.0.1', port, timeoutMs: 1000 }), { result: 'success', output: '' });
     assert.deepEqual(await runner.run({ kind: 'exec', containerID: 'c1', command: ['ok'], timeoutMs: 2000 }), { result: 'success', output: 'fine' });
     assert.deepEqual(await runner.run({ kind: 'exec', containerID: 'c1', command: ['no'], timeoutMs: 2000 }), { result: 'failure', output: 'bad' });
