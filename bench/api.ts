@@ -55,6 +55,8 @@ async function rig(batching: boolean, maxPods: number): Promise<Rig> {
   config.containerRuntimeEndpoint = sim.endpoint;
   config.podLogsDir = path.join(dir, 'logs');
   config.maxPods = maxPods;
+  // a cluster node has cluster DNS; without it every sync of a ClusterFirst pod records MissingClusterDNS
+  config.clusterDNS = ['10.96.0.10'];
   const flags: KubeletFlags = { rootDir: path.join(dir, 'root'), nodeIP: ['10.0.0.10'], verbosity: 0, help: false, hostnameOverride: NODE };
   const deps = await buildDependencies(config, flags, NODE, quiet);
   const client = new RestClient({ source: 'bench', server: api.url, insecureSkipTLSVerify: false, token: KUBELET_TOKEN }, { qps: config.kubeAPIQPS, burst: config.kubeAPIBurst });

@@ -110,13 +110,9 @@ describe('pods from the API server on containerd, driven with kubectl', () => {
     await running(mirrorName);
     const first = JSON.parse(await kubectl('get', 'pod', mirrorName, '-o', 'json'));
     assert.ok(first.metadata.annotations['kubernetes.io/config.mirror']);
-    try {
-      await kubectl('delete', 'pod', mirrorName, '--wait=true');
-    } catch (err) {
-      // what the kubelet did about the mirror pod, to tell why
-      console.error(kubelet.logs().split('\n').filter((l) => /irror|static/.test(l)).slice(-40).join('\n'));
-      throw err;
-    }
+    // Not --wait: kubectl's wait for a name that is deleted and recreated at once hung in some
+    // runs here (a mirror pod comes back with a new UID within milliseconds); the API is checked below.
+    await kubectl('delete', 'pod', mirrorName, '--wait=false');
     const again = await waitFor(async () => {
       const m = api.get('pods', 'default', mirrorName);
       return m && m.metadata.uid !== first.metadata.uid && !m.metadata.deletionTimestamp ? m : undefined;
