@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
-//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes density eviction
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes density eviction api
 // With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -14,6 +14,7 @@ const benches = {
   oom: ['bench/oom.js'],
   soak: ['bench/soak.js'],
   probes: ['bench/probes.js'],
+  api: ['bench/api.js'],
   density: ['bench/density.js'],
   eviction: ['bench/eviction.js'],
 };

@@ -18,7 +18,7 @@ import type { PodCache } from '../pleg/cache.js';
 import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
 import { createPlegMetrics } from '../pleg/metrics.js';
 import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
-import type { ManifestError } from '../sources/errors.js';
+import type { ApiPodError, ManifestError } from '../sources/errors.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
@@ -47,7 +47,7 @@ export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' |
 export type KubeletPleg = Pick<Pleg, 'pleg' | 'close'>;
 
 /** The merged pod sources. */
-export type PodSources = Pick<PodConfig, 'startFileSource' | 'startUrlSource' | 'seenAllSources' | 'stop'>;
+export type PodSources = Pick<PodConfig, 'startFileSource' | 'startUrlSource' | 'seenAllSources' | 'stop'> & Partial<Pick<PodConfig, 'startApiSource'>>;
 
 export interface RuntimeHooks {
   /** Creates the pod's cgroup and returns its name. */
@@ -72,13 +72,15 @@ export interface KubeletDependencies {
   pleg(o: { runtime: KubeletRuntime; cache: PodCache; emit: (e: PodLifecycleEvent) => boolean }): KubeletPleg;
   /** Undefined: no OOM watcher. */
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
-  podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void }): PodSources;
+  podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void; onApiPodError?: (e: ApiPodError) => void }): PodSources;
   /** Rotates container logs (containerLogMaxSize/MaxFiles). Undefined: no rotation. */
   containerLogManager?(): { start(): void; stop(): void };
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
   /** The API server client (--kubeconfig). Undefined: standalone, no API server. */
   apiClient?: RestClient;
+  /** Delay before a batch of pod status patches (0: batching off). Default the status manager's. */
+  statusBatchDelayMs?: number;
   /** What the node status reports about the machine and the runtime (default: read from the host and CRI). */
   nodeFacts?: NodeFacts;
 }
@@ -170,7 +172,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       },
       images: async () => (await cri.listImages()).map((i) => ({ id: i.id, repoTags: i.repo_tags ?? [], repoDigests: i.repo_digests ?? [], sizeBytes: Number(i.size ?? 0) })),
     },
-    podSources: ({ onUpdate, onError }) => new PodConfig({ nodeName, onUpdate, onError, log: (msg) => log.info(msg), clock }),
+    podSources: ({ onUpdate, onError, onApiPodError }) => new PodConfig({ nodeName, onUpdate, onError, ...(onApiPodError ? { onApiPodError } : {}), log: (msg) => log.info(msg), clock }),
   };
 }
 

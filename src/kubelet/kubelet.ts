@@ -2,7 +2,7 @@
 // the main thread. Pod sources, PLEG events, the resync tick and housekeeping all arrive here
 // and are dispatched to the per-pod workers; nothing in the loop itself waits on I/O.
 
-import { hostname } from 'node:os';
+import { arch, cpus, hostname } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { getPodQOS } from '../api/qos.js';
@@ -11,7 +11,10 @@ import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
-import type { ManifestError } from '../sources/errors.js';
+import { parseQuantity } from '../api/quantity.js';
+import type { Node } from '../nodestatus/types.js';
+import type { ApiPodError, ManifestError } from '../sources/errors.js';
+import { isStaticPod } from '../sources/static-pod.js';
 import { StatusManager } from '../status/status-manager.js';
 import { oomEventRecord, type OomEvent } from '../oom/index.js';
 import type { Registry } from '../metrics/registry.js';
@@ -20,7 +23,10 @@ import type { ProbeRunner } from '../prober/types.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, PodCgroups, PodSources } from './dependencies.js';
+import { canAdmitPod, type AdmissionNode, type AdmitResult, type Taint } from './admission.js';
 import { KubeletStartError } from './errors.js';
+import { MirrorPods } from './mirror-pods.js';
+import { ObjectManager } from './configmap-secret.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
@@ -64,7 +70,11 @@ export class Kubelet {
   readonly log: Logger;
   readonly cri: KubeletCri;
   readonly podManager = new PodManager();
-  readonly statusManager = new StatusManager();
+  readonly statusManager: StatusManager;
+  /** Mirror pods of static pods in the API (undefined standalone). */
+  readonly mirrorPods?: MirrorPods;
+  /** ConfigMaps and Secrets for env and envFrom from the API (undefined standalone). */
+  readonly objects?: ObjectManager;
   readonly cache = new PodCache();
   readonly workQueue: WorkQueue;
   /** The kubelet's Prometheus registry (served at /metrics). */
@@ -72,7 +82,7 @@ export class Kubelet {
   readonly events: EventRecorder;
   readonly hostIPs: string[];
   readonly memoryCapacityBytes: number;
-  readonly manifestErrors: ManifestError[] = [];
+  readonly manifestErrors: (ManifestError | ApiPodError)[] = [];
   /** The prober (undefined when the dependencies give no probe runner). */
   readonly probes?: ProbeManager;
   /** Registration, node status and lease (only with an API server: deps.apiClient). */
@@ -116,6 +126,28 @@ export class Kubelet {
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
+    const apiClient = deps.apiClient;
+    if (apiClient) {
+      this.mirrorPods = new MirrorPods({
+        client: apiClient,
+        nodeName: this.nodeName,
+        log: this.log,
+        staticPods: () => this.podManager.getPods().filter((p) => isStaticPod(p) && !this.podWorkers.isTerminationRequested(p.metadata.uid!)),
+      });
+    }
+    const mirrorPods = this.mirrorPods;
+    if (apiClient) {
+      this.objects = new ObjectManager({ client: apiClient, clock: this.clock, log: this.log, strategy: this.config.configMapAndSecretChangeDetectionStrategy });
+    }
+    this.statusManager = new StatusManager({
+      client: apiClient,
+      clock: this.clock,
+      log: this.log,
+      getPod: (uid) => this.podManager.getPodByUID(uid),
+      isStatic: (pod) => isStaticPod(pod),
+      mirrorPodOf: (pod) => mirrorPods?.mirrorPodOf(pod),
+      ...(deps.statusBatchDelayMs !== undefined ? { batchDelayMs: deps.statusBatchDelayMs } : {}),
+    });
     if (deps.apiClient) {
       // upstream's event client: its own limit (eventRecordQPS/eventBurst), not kubeAPIQPS.
       this.eventSink = new EventSink({
@@ -193,6 +225,7 @@ export class Kubelet {
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
+      ...(this.objects ? { objects: this.objects } : {}),
     });
     this.podWorkers = new PodWorkers({
       cache: this.cache,
@@ -207,9 +240,11 @@ export class Kubelet {
           probes?.stopLivenessAndStartup(pod);
           return this.syncer.syncTerminatingPod(pod, status, grace);
         },
-        syncTerminatedPod: (pod, status, removed) => {
+        syncTerminatedPod: async (pod, status, removed) => {
           probes?.removePod(pod);
-          return this.syncer.syncTerminatedPod(pod, status, removed);
+          await this.syncer.syncTerminatedPod(pod, status, removed);
+          // Deleted in the API and its containers gone: the final delete (upstream's canBeDeleted).
+          this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
         },
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
@@ -222,34 +257,33 @@ export class Kubelet {
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
       onContainerRemoved: (id) => this.oom?.unwatch(id),
-      admitPod: (pod) => this.admitPod(pod),
-      rejectPod: (pod, reason, message) => this.rejectPod(pod, reason, message),
+      admitPod: (pod, others) => this.admitPod(pod, others),
+      podStatus: (uid) => this.statusManager.getPodStatus(uid),
+      rejectPod: (pod, reason, message, status) => {
+        this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
+        this.statusManager.setPodStatus(pod, status);
+      },
+      onPodsChanged: () => void this.mirrorPods?.reconcile(),
     });
   }
 
-  /** Adds a pod admit handler (the eviction manager's); every handler must admit a new pod. */
   /** Where the node's pressure conditions come from (the eviction manager). */
   setNodePressureSource(fn: () => { memory: boolean; disk: boolean; pid: boolean }): void {
     this.nodePressure = fn;
   }
 
+  /** Adds a pod admit handler (the eviction manager's); every handler must admit a new pod. */
   addPodAdmitHandler(h: PodAdmitHandler): void {
     this.admitHandlers.push(h);
   }
 
-  private admitPod(pod: Pod): { admit: boolean; reason?: string; message?: string } {
+  /** upstream canAdmitPod: the admit handlers (eviction's first), then the node's fit. */
+  private admitPod(pod: Pod, others: Pod[]): AdmitResult {
     for (const h of this.admitHandlers) {
       const r = h(pod);
       if (!r.admit) return r;
     }
-    return { admit: true };
-  }
-
-  /** upstream rejectPod: a Warning event and a Failed status saying why. */
-  private rejectPod(pod: Pod, reason: string, message: string): void {
-    this.log.info('Pod admission denied', { pod: podFullName(pod), reason, message });
-    this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
-    this.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason, message: `Pod was rejected: ${message}` });
+    return canAdmitPod(pod, others, this.admissionNode(), isStaticPod(pod));
   }
 
   /** Pods admitted and not finished: not terminal, no termination requested (upstream GetActivePods). */
@@ -334,9 +368,17 @@ export class Kubelet {
     this.podConfig = this.deps.podSources({
       onUpdate: (u) => this.syncLoop.handlePodUpdate(u),
       onError: (e) => this.handleManifestError(e),
+      onApiPodError: (e) => this.handleManifestError(e),
     });
     if (config.staticPodPath) this.podConfig.startFileSource(config.staticPodPath, config.fileCheckFrequency);
     if (config.staticPodURL) this.podConfig.startUrlSource(config.staticPodURL, config.httpCheckFrequency, config.staticPodURLHeader);
+    if (this.deps.apiClient) {
+      if (!this.podConfig.startApiSource) this.log.warn('The pod sources given cannot watch the API server: pods bound to this node are not run');
+      else this.podConfig.startApiSource(this.deps.apiClient, { onMirrorPods: (pods) => {
+          this.mirrorPods?.setMirrorPods(pods);
+          this.statusManager.mirrorPodsChanged();
+        }, logger: this.log });
+    }
 
     // The syncLoop's tick is what keeps the process alive until it is stopped (as upstream's
     // syncLoop blocks main); every other timer is unref'd.
@@ -368,6 +410,8 @@ export class Kubelet {
     const agentStopped = this.nodeAgent?.stop();
     this.eventSink?.stop();
     this.podWorkers.stop();
+    this.statusManager.stop();
+    this.objects?.stop();
     this.plegs?.close();
     this.oom?.stop();
     this.logManager?.stop();
@@ -391,7 +435,7 @@ export class Kubelet {
     return this.timers.size;
   }
 
-  private handleManifestError(e: ManifestError): void {
+  private handleManifestError(e: ManifestError | ApiPodError): void {
     this.manifestErrors.push(e);
     if (this.manifestErrors.length > 100) this.manifestErrors.shift();
     this.log.error('Invalid pod manifest; skipping it', { location: e.location, field: e.field, err: e.message });
@@ -399,6 +443,7 @@ export class Kubelet {
 
   private housekeeping(): Promise<void> {
     this.syncLoop.lastIteration = this.clock.now();
+    void this.mirrorPods?.reconcile();
     this.probes?.cleanupPods(this.podManager.uids());
     return handleHousekeeping({
       log: this.log,
@@ -459,6 +504,32 @@ export class Kubelet {
       // Let the pod's worker see the container's end promptly.
       if (pod) this.podWorkers.updatePod({ updateType: 'sync', pod });
     }
+  }
+
+  /**
+   * The node as admission sees it: the API's Node as the node agent last saw it (labels,
+   * taints, allocatable), else what this machine has (maxPods, its CPUs and memory, upstream's
+   * default labels).
+   */
+  admissionNode(): AdmissionNode {
+    const n = this.nodeAgent?.node() as { metadata?: { labels?: Record<string, string> }; spec?: { taints?: Taint[] }; status?: { allocatable?: Record<string, string | number> } } | undefined;
+    const alloc = n?.status?.allocatable ?? {};
+    const parse = (k: string, milli = false): number | undefined => {
+      if (alloc[k] === undefined) return undefined;
+      try { const q = parseQuantity(alloc[k]!); return milli ? q.milliValue() : q.value(); } catch { return undefined; }
+    };
+    const ephemeral = parse('ephemeral-storage');
+    return {
+      name: this.nodeName,
+      labels: n?.metadata?.labels ?? { 'kubernetes.io/hostname': this.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch() },
+      taints: n?.spec?.taints ?? [],
+      allocatable: {
+        pods: parse('pods') ?? this.config.maxPods,
+        cpu: parse('cpu', true) ?? cpus().length * 1000,
+        memory: parse('memory') ?? this.memoryCapacityBytes,
+        ...(ephemeral !== undefined ? { 'ephemeral-storage': ephemeral } : {}),
+      },
+    };
   }
 
   /** The involvedObject of `Node n` or `Pod ns/name` (a pod the kubelet no longer knows: by name only). */
@@ -544,6 +615,12 @@ export class Kubelet {
     };
     arm();
   }
+}
+
+/** Go's GOARCH for this machine (the kubernetes.io/arch label). */
+function goArch(): string {
+  const a = arch();
+  return a === 'x64' ? 'amd64' : a === 'ia32' ? '386' : a;
 }
 
 /** upstream: the node name is --hostname-override or the host name, lower-cased. */

@@ -22,6 +22,8 @@ import type { Logger } from '../util/log.js';
 import { podDir } from '../util/safe-path.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import { PodStillRunningError, PodSyncError } from './errors.js';
+import { activeDeadlineLeftMs, DeadlineExceededMessage, DeadlineExceededReason } from './admission.js';
+import type { ObjectManager } from './configmap-secret.js';
 import type { PodManager } from './pod-manager.js';
 import type { WorkQueue } from './work-queue.js';
 
@@ -49,6 +51,8 @@ export interface PodSyncerOptions {
   clusterDomain?: string;
   /** Records an event about the pod (FailedMount). */
   recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** ConfigMaps and Secrets from the API for env and envFrom (undefined standalone: none exist). */
+  objects?: ObjectManager;
   /** The prober's readiness and startup results for the status (container ID → passed). */
   probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
 }
@@ -60,7 +64,7 @@ export class PodSyncer {
   constructor(private readonly opts: PodSyncerOptions) {}
 
   generateStatus(pod: Pod, rs: RuntimePodStatus, podIsTerminal = false): PodStatus {
-    return generateAPIPodStatus({
+    const status = generateAPIPodStatus({
       pod,
       runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? this.withOomReasons(rs) : undefined,
       previous: this.opts.statusManager.getPodStatus(pod.metadata.uid!),
@@ -70,6 +74,10 @@ export class PodSyncer {
       podIsTerminal,
       ...this.opts.probeStatus?.(pod.metadata.uid!),
     });
+    // upstream: a pod past activeDeadlineSeconds is Failed, whatever its containers do
+    const left = activeDeadlineLeftMs(pod, status.startTime, this.opts.clock.now());
+    if (left !== undefined && left <= 0) return { ...status, phase: 'Failed', reason: DeadlineExceededReason, message: DeadlineExceededMessage };
+    return status;
   }
 
   /** Exit reasons cross-checked with the OOM watcher: a kill it saw makes an exit-137 `OOMKilled`. */
@@ -93,8 +101,14 @@ export class PodSyncer {
     const uid = pod.metadata.uid!;
     const rs = await this.withTerminationMessages(pod, cached);
     let status = this.generateStatus(pod, rs);
+    const wasPastDeadline = statusManager.getPodStatus(uid)?.reason === DeadlineExceededReason;
     statusManager.setPodStatus(pod, status);
-    if (status.phase === 'Succeeded' || status.phase === 'Failed') return true;
+    if (status.reason === DeadlineExceededReason && !wasPastDeadline) {
+      this.opts.recordEvent?.(pod, 'Normal', DeadlineExceededReason, DeadlineExceededMessage);
+    }
+    // the status manager keeps a terminal phase terminal (an API copy already Failed, say)
+    const phase = statusManager.getPodStatus(uid)?.phase ?? status.phase;
+    if (phase === 'Succeeded' || phase === 'Failed') return true;
 
     const dir = podDir(this.opts.rootDir, uid);
     await mkdir(join(dir, 'containers'), { recursive: true });
@@ -108,7 +122,9 @@ export class PodSyncer {
       statusManager.setPodStatus(pod, status);
     }
     const delay = result.errors.length ? SYNC_ERROR_BACKOFF_MS : (result.requeueAfterMs ?? syncFrequencyMs);
-    workQueue.enqueue(uid, Math.min(delay, syncFrequencyMs));
+    // a pod with activeDeadlineSeconds is synced again when its deadline passes
+    const deadline = activeDeadlineLeftMs(pod, status.startTime, this.opts.clock.now());
+    workQueue.enqueue(uid, Math.max(0, Math.min(delay, syncFrequencyMs, deadline ?? Infinity)));
     if (result.errors.length) throw new PodSyncError(podFullName(pod), result.errors);
     return false;
   }
@@ -132,6 +148,12 @@ export class PodSyncer {
       extras.containerMounts = (c, envs, podIPs) => podContainerMounts({ pod, container: c, volumes: podVolumes, envs, podIPs, podDir: dir, clusterDomain: clusterDomain ?? '' });
     }
     if (dns) extras.dns = await dns.podDNS(pod);
+    const objects = this.opts.objects;
+    if (objects) {
+      await objects.prefetch(pod);
+      extras.getConfigMap = objects.lookup('configmaps');
+      extras.getSecret = objects.lookup('secrets');
+    }
     return extras;
   }
 
@@ -174,6 +196,7 @@ export class PodSyncer {
       await runtime.removePod(fresh);
       for (const c of fresh.containerStatuses) this.opts.oom?.unwatch(c.id);
       statusManager.deletePodStatus(uid);
+      this.opts.objects?.unregisterPod(uid);
       this.reasonCache.delete(uid);
       // mounts under the pod dir first: rm must never descend into a live tmpfs or bind mount
       await this.opts.volumes?.unmountPod(uid);

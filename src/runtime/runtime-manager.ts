@@ -191,7 +191,7 @@ export class RuntimeManager implements KubeletRuntime {
     }
 
     const start = async (c: Container, kind: 'init' | 'regular'): Promise<boolean> => {
-      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs, containerMounts: extras.containerMounts }, result);
+      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs, containerMounts: extras.containerMounts, getConfigMap: extras.getConfigMap, getSecret: extras.getSecret }, result);
       if (failure) {
         result.startFailures.set(c.name, failure);
         log.info('Container start did not succeed', { container: c.name, kind, reason: failure.reason, message: failure.message });

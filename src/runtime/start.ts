@@ -55,6 +55,8 @@ export interface StartPlace {
   podIPs: string[];
   /** The kubelet's volume and /etc/hosts mounts for a container (PodSyncExtras.containerMounts). */
   containerMounts?: PodSyncExtras['containerMounts'];
+  getConfigMap?: PodSyncExtras['getConfigMap'];
+  getSecret?: PodSyncExtras['getSecret'];
 }
 
 export class ContainerStarter {
@@ -103,7 +105,7 @@ export class ContainerStarter {
       let mounts: cri.MountInput[] | undefined;
       if (place.containerMounts) {
         // the environment again, for subPathExpr; generateContainerConfig builds it the same way
-        const { envs } = makeEnvironment(pod, c, { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs: containerPodIPs });
+        const { envs } = makeEnvironment(pod, c, { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs: containerPodIPs, getConfigMap: place.getConfigMap, getSecret: place.getSecret });
         mounts = await place.containerMounts(c, envs, containerPodIPs);
       }
       config = generateContainerConfig(pod, c, restartCount, {
@@ -115,6 +117,8 @@ export class ContainerStarter {
         imageRef,
         podLogsDir: this.opts.podLogsDir,
         memoryCapacityBytes: this.opts.memoryCapacityBytes,
+        getConfigMap: place.getConfigMap,
+        getSecret: place.getSecret,
       });
     } catch (err) {
       return { reason: Reasons.CreateContainerConfigError, message: (err as Error).message };

@@ -95,6 +95,9 @@ export interface PodSyncExtras {
    * The container's volume mounts and /etc/hosts (upstream makeMounts), given its environment
    * (for subPathExpr) and the pod's IPs. A throw is the container's CreateContainerConfigError.
    */
+  /** ConfigMap and Secret data for env and envFrom (read after the pod's objects were fetched). */
+  getConfigMap?: import('./env.js').KeyValueSource;
+  getSecret?: import('./env.js').KeyValueSource;
   containerMounts?: (container: import('../api/types.js').Container, envs: readonly { key: string; value: string }[], podIPs: string[]) => Promise<import('./cri-types.js').MountInput[]>;
 }
 

@@ -32,3 +32,29 @@ export class ManifestError extends KubeletError {
     if (opts.fieldErrors !== undefined) this.fieldErrors = opts.fieldErrors;
   }
 }
+
+/**
+ * A pod the API server sent that the kubelet cannot use (a field of the wrong type, a missing
+ * UID, an invalid name): reported by namespace/name and skipped; the source's other pods stay.
+ */
+export class ApiPodError extends KubeletError {
+  declare readonly code: 'ApiPodInvalid';
+  readonly source = 'api' as const;
+  /** `pod <namespace>/<name>`, what the kubelet reports it as. */
+  readonly location: string;
+  readonly field?: string;
+  readonly fieldErrors?: FieldError[];
+
+  constructor(namespace: string, name: string, detail: string, opts: { fieldErrors?: FieldError[] } = {}) {
+    const location = `pod ${namespace}/${name}`;
+    super('ApiPodInvalid', `${location} from the API server: ${detail}`);
+    this.location = location;
+    if (opts.fieldErrors?.length) {
+      this.fieldErrors = opts.fieldErrors;
+      this.field = opts.fieldErrors[0]!.field;
+    }
+  }
+}
+
+/** What a pod source reports: a manifest that is no pod, or an API pod that cannot run. */
+export type PodSourceError = ManifestError | ApiPodError;

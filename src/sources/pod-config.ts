@@ -8,12 +8,16 @@ import { podFullName } from '../api/types.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { KubeletError } from '../util/errors.js';
 import { rootLogger } from '../util/log.js';
-import { ManifestError } from './errors.js';
+import type { RestClient } from '../client/rest.js';
+import type { Logger } from '../util/log.js';
+import { ApiSource, type ApiSourceOptions } from './api-source.js';
+import { ManifestError, type ApiPodError } from './errors.js';
 import { FileSource, type SourceEntry } from './file-source.js';
 import {
   ConfigFirstSeenAnnotationKey,
   ConfigMirrorAnnotationKey,
   ConfigSourceAnnotationKey,
+  ApiserverSource,
   FileSource as FILE_SOURCE,
   formatRFC3339Nano,
   HTTPSource,
@@ -32,6 +36,8 @@ export interface PodConfigOptions {
   nodeName: string;
   onUpdate: (u: PodUpdate) => void;
   onError: (e: ManifestError) => void;
+  /** A pod from the API server that cannot run (default: logged). */
+  onApiPodError?: (e: ApiPodError) => void;
   now?: () => Date;
   log?: (msg: string) => void;
   /** Drives the sources' polls and debounces (tests step a FakeClock); default the real clock. */
@@ -118,6 +124,27 @@ export class PodConfig {
     });
     this.running.set(HTTPSource, src);
     src.start();
+  }
+
+  /**
+   * Starts the API server source, named `api`: this node's pods, listed and watched. Mirror
+   * pods go to `onMirrorPods`, never into the merged set.
+   */
+  startApiSource(client: RestClient, o: Pick<ApiSourceOptions, 'onMirrorPods' | 'resyncPeriodMs' | 'backoffInitialMs' | 'backoffMaxMs' | 'watchTimeoutSeconds' | 'schedule'> & { logger?: Logger } = {}): ApiSource {
+    this.claim(ApiserverSource);
+    const { logger, ...rest } = o;
+    const src = new ApiSource({
+      ...rest,
+      client,
+      nodeName: this.opts.nodeName,
+      onSet: (pods) => this.setPods(ApiserverSource, pods),
+      onError: (e) => (this.opts.onApiPodError ?? ((x: ApiPodError) => this.log(x.message)))(e),
+      clock: this.clock,
+      ...(logger ? { log: logger } : {}),
+    });
+    this.running.set(ApiserverSource, src);
+    src.start();
+    return src;
   }
 
   /**
