@@ -5,7 +5,6 @@
 import { arch, cpus, hostname } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
-import { getPodQOS } from '../api/qos.js';
 import { DisruptionTarget, Evicted } from '../api/reasons.js';
 import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
