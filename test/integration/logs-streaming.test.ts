@@ -375,7 +375,7 @@ describe('kubectl through the test API server to the secure port of a kubelet-ts
       ] },
     }));
     proc = await startKubelet({ endpoint: rt.endpoint, manifestDir, nodeName: NODE2, extraArgs: ['--config', join(dir, 'config.yaml'), '--kubeconfig', join(dir, 'kubelet.kubeconfig'), '--node-ip', '127.0.0.1'] });
-    // the Node says where the kubelet listens; the pod is mirrored by hand (kubelet-ts makes no mirror pods yet)
+    // the Node says where the kubelet listens; kubelet-ts makes the static pod's mirror pod in the API
     // (the fixture picks the secure port on its command line)
     securePort = await api.waitFor('the node with its kubelet port', () => api.get('nodes', undefined, NODE2)?.status?.daemonEndpoints?.kubeletEndpoint?.Port as number | undefined, 30_000)
       .catch((err) => { throw new Error(`${(err as Error).message}; node: ${JSON.stringify(api.get('nodes', undefined, NODE2)?.status?.daemonEndpoints)}; kubelet log:\n${proc.logs().slice(-3000)}`); });
@@ -383,9 +383,7 @@ describe('kubectl through the test API server to the secure port of a kubelet-ts
       const p = (await proc.pods()).find((x) => x.metadata.name === `box-${NODE2}`);
       return p?.status?.containerStatuses?.every((c) => c.state?.running) && p.status.containerStatuses.length === 2 ? p : undefined;
     }, WAIT, 'box to run');
-    api.create('pods', 'default', { metadata: { name: pod.metadata.name }, spec: { nodeName: NODE2, containers: pod.spec.containers.map((c) => ({ name: c.name, image: c.image })) } });
-    const cur = api.get('pods', 'default', pod.metadata.name!)!;
-    api.registry.update(api.resource('pods'), 'default', pod.metadata.name!, { ...cur, status: { ...cur.status, phase: 'Running' } }, 'status');
+    await api.waitFor('the mirror pod, Running', () => api.get('pods', 'default', pod.metadata.name!)?.status?.phase === 'Running' || undefined, WAIT);
   });
 
   after(async () => {
