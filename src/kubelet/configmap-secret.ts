@@ -5,9 +5,9 @@
 //   Cache: a GET when the cached copy is older than the TTL (upstream: one minute), or was read
 //     before the pod was registered.
 //   Get: a GET for every pod sync.
-// The container environment is built synchronously, so a pod sync first awaits prefetch(pod);
-// lookups then read what was fetched. Only env and envFrom references count here (volumes
-// are the volume manager's).
+// A pod sync first awaits prefetch(pod); the container environment (built synchronously) and
+// the configMap, secret and projected volumes then read what was fetched: env, envFrom and
+// volume references all count, as upstream's managers register them.
 
 import type { Pod } from '../api/types.js';
 import { isNotFound } from '../client/errors.js';
@@ -17,6 +17,7 @@ import type { KeyValueSource } from '../runtime/env.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { VolumeObjectError, type ApiObjectSource, type BoundPod, type ConfigMapObject, type SecretObject, type ServiceAccountToken, type VolumeObjectSource } from '../volumemanager/object-source.js';
 
 export type ChangeDetectionStrategy = 'Watch' | 'Cache' | 'Get';
 export type ObjectKind = 'configmaps' | 'secrets';
@@ -40,7 +41,13 @@ interface ApiObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-/** The ConfigMap and Secret names a pod's containers read through env and envFrom. */
+interface VolumeRefs {
+  configMap?: { name?: string };
+  secret?: { secretName?: string };
+  projected?: { sources?: { configMap?: { name?: string }; secret?: { name?: string } }[] };
+}
+
+/** The ConfigMap and Secret names a pod reads: env and envFrom of its containers, and its volumes. */
 export function referencedObjects(pod: Pod): Record<ObjectKind, Set<string>> {
   const out = { configmaps: new Set<string>(), secrets: new Set<string>() };
   for (const c of [...(pod.spec.initContainers ?? []), ...(pod.spec.containers ?? []), ...((pod.spec as { ephemeralContainers?: typeof pod.spec.containers }).ephemeralContainers ?? [])]) {
@@ -55,6 +62,14 @@ export function referencedObjects(pod: Pod): Record<ObjectKind, Set<string>> {
       if (s) out.secrets.add(s);
     }
   }
+  for (const v of (pod.spec.volumes ?? []) as VolumeRefs[]) {
+    if (v.configMap?.name) out.configmaps.add(v.configMap.name);
+    if (v.secret?.secretName) out.secrets.add(v.secret.secretName);
+    for (const src of v.projected?.sources ?? []) {
+      if (src?.configMap?.name) out.configmaps.add(src.configMap.name);
+      if (src?.secret?.name) out.secrets.add(src.secret.name);
+    }
+  }
   return out;
 }
 
@@ -64,8 +79,10 @@ interface Entry {
   name: string;
   /** Pods referring to it. */
   pods: Set<string>;
-  /** The object's data (secret values decoded); undefined: not found (or not read yet). */
-  data?: Record<string, string>;
+  /** The object as the API server sent it; undefined: not found (or not read yet). */
+  obj?: ApiObject;
+  /** Its data as env reads it (secret values decoded), computed on first use. */
+  decoded?: Record<string, string>;
   /** When it was read (Cache), or whether its watch listed (Watch). */
   readAt: number;
   synced: boolean;
@@ -136,8 +153,15 @@ export class ObjectManager {
   lookup(kind: ObjectKind): KeyValueSource {
     return (namespace, name) => {
       const e = this.entries.get(`${kind}/${namespace}/${name}`);
-      return e?.synced ? e.data : undefined;
+      if (!e?.synced || !e.obj) return undefined;
+      return (e.decoded ??= dataOf(kind, e.obj));
     };
+  }
+
+  /** What was fetched for an object a registered pod refers to; undefined when none is registered. */
+  object(kind: ObjectKind, namespace: string, name: string): { synced: boolean; obj?: ApiObject } | undefined {
+    const e = this.entries.get(`${kind}/${namespace}/${name}`);
+    return e && { synced: e.synced, obj: e.obj };
   }
 
   stop(): void {
@@ -167,15 +191,16 @@ export class ObjectManager {
   private async get(e: Entry): Promise<void> {
     this.gets++;
     try {
-      const obj = await this.o.client.get<ApiObject>(`${this.path(e)}/${encodeURIComponent(e.name)}`);
-      e.data = dataOf(e.kind, obj);
+      e.obj = await this.o.client.get<ApiObject>(`${this.path(e)}/${encodeURIComponent(e.name)}`);
+      e.decoded = undefined;
     } catch (err) {
       if (!isNotFound(err)) {
         // Unreachable: keep what was read before (the sync reports a missing object if none).
         this.o.log.warn('Reading an object for a pod failed', { object: `${e.kind}/${e.namespace}/${e.name}`, err: errorMessage(err) });
         return;
       }
-      e.data = undefined;
+      e.obj = undefined;
+      e.decoded = undefined;
     }
     e.readAt = this.o.clock.now();
     e.synced = true;
@@ -193,7 +218,8 @@ export class ObjectManager {
       ...(this.o.watchTimeoutSeconds ? { watchTimeoutSeconds: this.o.watchTimeoutSeconds } : {}),
       handler: (ev) => {
         if (ev.object.metadata?.name !== e.name) return;
-        e.data = ev.type === 'DELETED' ? undefined : dataOf(e.kind, ev.object);
+        e.obj = ev.type === 'DELETED' ? undefined : ev.object;
+        e.decoded = undefined;
         e.readAt = this.o.clock.now();
       },
       onSynced: () => { e.synced = true; },
@@ -203,11 +229,47 @@ export class ObjectManager {
 }
 
 /** A ConfigMap's data, or a Secret's data decoded from base64 (what env reads). */
-function dataOf(kind: ObjectKind, obj: ApiObject | undefined): Record<string, string> {
+function dataOf(kind: ObjectKind, obj: ApiObject): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(obj?.data ?? {})) {
+  for (const [k, v] of Object.entries(obj.data ?? {})) {
     if (typeof v !== 'string') continue;
     out[k] = kind === 'secrets' ? Buffer.from(v, 'base64').toString('utf8') : v;
   }
   return out;
+}
+
+/**
+ * The volume plugins' objects read from the ObjectManager (what the pod sync's prefetch fetched
+ * under the change detection strategy), so volumes and env see the same copy and Watch serves
+ * volumes from the watch. An object no registered pod refers to, or one never read (its GET
+ * failed, its watch not listed yet), is read directly; tokens always are.
+ */
+export class ManagedObjectSource implements VolumeObjectSource {
+  constructor(private readonly manager: ObjectManager, private readonly direct: ApiObjectSource) {}
+
+  private read(kind: ObjectKind, namespace: string, name: string): ApiObject | undefined {
+    const e = this.manager.object(kind, namespace, name);
+    if (!e?.synced) return undefined;
+    if (!e.obj) {
+      const singular = kind === 'configmaps' ? 'configmap' : 'secret';
+      throw new VolumeObjectError('ERR_VOLUME_OBJECT_NOT_FOUND', singular, namespace, name, `${singular} "${name}" not found`);
+    }
+    return e.obj;
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<ConfigMapObject> {
+    return (this.read('configmaps', namespace, name) as ConfigMapObject | undefined) ?? this.direct.getConfigMap(namespace, name);
+  }
+
+  async getSecret(namespace: string, name: string): Promise<SecretObject> {
+    return (this.read('secrets', namespace, name) as SecretObject | undefined) ?? this.direct.getSecret(namespace, name);
+  }
+
+  requestServiceAccountToken(namespace: string, serviceAccount: string, audience: string, expirationSeconds: number, boundPod: BoundPod): Promise<ServiceAccountToken> {
+    return this.direct.requestServiceAccountToken(namespace, serviceAccount, audience, expirationSeconds, boundPod);
+  }
+
+  prune(): void {
+    this.direct.prune();
+  }
 }

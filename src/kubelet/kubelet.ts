@@ -25,7 +25,7 @@ import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, P
 import { canAdmitPod, type AdmissionNode, type AdmitResult, type Taint } from './admission.js';
 import { KubeletStartError } from './errors.js';
 import { MirrorPods } from './mirror-pods.js';
-import { ObjectManager } from './configmap-secret.js';
+import { ManagedObjectSource, ObjectManager } from './configmap-secret.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
@@ -197,7 +197,7 @@ export class Kubelet {
       log: this.log,
       nodeName: this.nodeName,
       hostIPs: () => this.hostIPs,
-      objects: deps.apiClient && new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy }),
+      objects: deps.apiClient && this.objects && new ManagedObjectSource(this.objects, new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy })),
     });
     this.dns = new DNSConfigurer({
       clusterDNS: this.config.clusterDNS,

@@ -136,6 +136,13 @@ export class PodSyncer {
   private async podSyncExtras(pod: Pod, rs: RuntimePodStatus, dir: string): Promise<PodSyncExtras> {
     const { volumes, dns, clusterDomain } = this.opts;
     const extras: PodSyncExtras = { clusterDomain };
+    // the pod's ConfigMaps and Secrets first: env and the volumes read what this fetched
+    const objects = this.opts.objects;
+    if (objects) {
+      await objects.prefetch(pod);
+      extras.getConfigMap = objects.lookup('configmaps');
+      extras.getSecret = objects.lookup('secrets');
+    }
     if (volumes) {
       let podVolumes;
       try {
@@ -148,12 +155,6 @@ export class PodSyncer {
       extras.containerMounts = (c, envs, podIPs) => podContainerMounts({ pod, container: c, volumes: podVolumes, envs, podIPs, podDir: dir, clusterDomain: clusterDomain ?? '' });
     }
     if (dns) extras.dns = await dns.podDNS(pod);
-    const objects = this.opts.objects;
-    if (objects) {
-      await objects.prefetch(pod);
-      extras.getConfigMap = objects.lookup('configmaps');
-      extras.getSecret = objects.lookup('secrets');
-    }
     return extras;
   }
 

@@ -125,58 +125,59 @@ async function write(dir: string, volumeName: string, payload: Map<string, FileP
   }
 }
 
-/** Sets up (or refreshes) a configMap volume; returns its path. */
-export async function setUpConfigMap(ctx: ApiVolumeContext, volumeName: string, source: ConfigMapVolumeSource): Promise<string> {
-  const dir = confinedJoin(ctx.podDirectory, 'volumes', CONFIGMAP_PLUGIN, volumeName);
-  const optional = source.optional === true;
-  let cm: ConfigMapObject;
+/** An object that may be absent: an optional reference to a missing one reads as empty. */
+async function getOptional<T extends object>(get: () => Promise<T>, optional: boolean): Promise<T> {
   try {
-    cm = await ctx.objects.getConfigMap(ctx.pod.metadata.namespace ?? '', source.name ?? '');
+    return await get();
   } catch (err) {
-    if (!(isNotFound(err) && optional)) throw setUpFailed(volumeName, err);
-    cm = {};
+    if (!(isNotFound(err) && optional)) throw err;
+    return {} as T;
   }
-  let payload: Map<string, FileProjection>;
-  try {
-    payload = configMapPayload(source.items, cm, source.defaultMode, optional);
-  } catch (err) {
-    throw setUpFailed(volumeName, err);
-  }
-  try {
-    await mkdir(dir, { recursive: true, mode: 0o750 });
-    // upstream wraps a disk emptyDir: 0777 whatever the umask
-    await chmod(dir, 0o777);
-  } catch (err) {
-    throw setUpFailed(volumeName, err);
-  }
-  await write(dir, volumeName, payload, ctx);
-  return dir;
 }
 
-/** Sets up (or refreshes) a secret volume on its tmpfs; returns its path. */
-export async function setUpSecret(ctx: ApiVolumeContext, volumeName: string, source: SecretVolumeSource): Promise<string> {
-  const dir = confinedJoin(ctx.podDirectory, 'volumes', SECRET_PLUGIN, volumeName);
-  const optional = source.optional === true;
-  let secret: SecretObject;
-  try {
-    secret = await ctx.objects.getSecret(ctx.pod.metadata.namespace ?? '', source.secretName ?? '');
-  } catch (err) {
-    if (!(isNotFound(err) && optional)) throw setUpFailed(volumeName, err);
-    secret = {};
-  }
+/**
+ * The steps every API-object volume takes: build the payload (an error names the volume), make
+ * its directory (on disk, or on a tmpfs for secret data), write the files atomically.
+ */
+async function setUpPayloadVolume(ctx: ApiVolumeContext, volumeName: string, plugin: string, medium: 'disk' | 'tmpfs', build: () => Promise<Map<string, FileProjection>>): Promise<string> {
+  const dir = confinedJoin(ctx.podDirectory, 'volumes', plugin, volumeName);
   let payload: Map<string, FileProjection>;
   try {
-    payload = secretPayload(source.items, secret, source.defaultMode, optional);
+    payload = await build();
   } catch (err) {
     throw setUpFailed(volumeName, err);
   }
   try {
-    await ensureTmpfs(dir, volumeName, ctx.mounter);
+    if (medium === 'tmpfs') {
+      await ensureTmpfs(dir, volumeName, ctx.mounter);
+    } else {
+      await mkdir(dir, { recursive: true, mode: 0o750 });
+      // upstream wraps a disk emptyDir: 0777 whatever the umask
+      await chmod(dir, 0o777);
+    }
   } catch (err) {
     throw err instanceof VolumeSetupError ? err : setUpFailed(volumeName, err);
   }
   await write(dir, volumeName, payload, ctx);
   return dir;
+}
+
+/** Sets up (or refreshes) a configMap volume; returns its path. */
+export function setUpConfigMap(ctx: ApiVolumeContext, volumeName: string, source: ConfigMapVolumeSource): Promise<string> {
+  const optional = source.optional === true;
+  return setUpPayloadVolume(ctx, volumeName, CONFIGMAP_PLUGIN, 'disk', async () => {
+    const cm = await getOptional(() => ctx.objects.getConfigMap(ctx.pod.metadata.namespace ?? '', source.name ?? ''), optional);
+    return configMapPayload(source.items, cm, source.defaultMode, optional);
+  });
+}
+
+/** Sets up (or refreshes) a secret volume on its tmpfs; returns its path. */
+export function setUpSecret(ctx: ApiVolumeContext, volumeName: string, source: SecretVolumeSource): Promise<string> {
+  const optional = source.optional === true;
+  return setUpPayloadVolume(ctx, volumeName, SECRET_PLUGIN, 'tmpfs', async () => {
+    const secret = await getOptional(() => ctx.objects.getSecret(ctx.pod.metadata.namespace ?? '', source.secretName ?? ''), optional);
+    return secretPayload(source.items, secret, source.defaultMode, optional);
+  });
 }
 
 /** upstream projected collectData: every source's files in one payload; all errors together. */
@@ -192,23 +193,11 @@ export async function projectedPayload(ctx: ApiVolumeContext, volumeName: string
     try {
       if (s.configMap) {
         const optional = s.configMap.optional === true;
-        let cm: ConfigMapObject;
-        try {
-          cm = await ctx.objects.getConfigMap(namespace, s.configMap.name ?? '');
-        } catch (err) {
-          if (!(isNotFound(err) && optional)) throw err;
-          cm = {};
-        }
+        const cm = await getOptional(() => ctx.objects.getConfigMap(namespace, s.configMap!.name ?? ''), optional);
         for (const [k, v] of configMapPayload(s.configMap.items, cm, defaultMode, optional)) payload.set(k, v);
       } else if (s.secret) {
         const optional = s.secret.optional === true;
-        let secret: SecretObject;
-        try {
-          secret = await ctx.objects.getSecret(namespace, s.secret.name ?? '');
-        } catch (err) {
-          if (!(isNotFound(err) && optional)) throw err;
-          secret = {};
-        }
+        const secret = await getOptional(() => ctx.objects.getSecret(namespace, s.secret!.name ?? ''), optional);
         for (const [k, v] of secretPayload(s.secret.items, secret, defaultMode, optional)) payload.set(k, v);
       } else if (s.downwardAPI) {
         for (const [k, v] of collectDownwardAPIData(volumeName, pod, s.downwardAPI.items ?? [], defaultMode, ctx.downward)) payload.set(k, v);
@@ -232,19 +221,6 @@ export async function projectedPayload(ctx: ApiVolumeContext, volumeName: string
 }
 
 /** Sets up (or refreshes, tokens rotated) a projected volume on its tmpfs; returns its path. */
-export async function setUpProjected(ctx: ApiVolumeContext, volumeName: string, source: ProjectedVolumeSource): Promise<string> {
-  const dir = confinedJoin(ctx.podDirectory, 'volumes', PROJECTED_PLUGIN, volumeName);
-  let payload: Map<string, FileProjection>;
-  try {
-    payload = await projectedPayload(ctx, volumeName, source);
-  } catch (err) {
-    throw setUpFailed(volumeName, err);
-  }
-  try {
-    await ensureTmpfs(dir, volumeName, ctx.mounter);
-  } catch (err) {
-    throw err instanceof VolumeSetupError ? err : setUpFailed(volumeName, err);
-  }
-  await write(dir, volumeName, payload, ctx);
-  return dir;
+export function setUpProjected(ctx: ApiVolumeContext, volumeName: string, source: ProjectedVolumeSource): Promise<string> {
+  return setUpPayloadVolume(ctx, volumeName, PROJECTED_PLUGIN, 'tmpfs', () => projectedPayload(ctx, volumeName, source));
 }

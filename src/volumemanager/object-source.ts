@@ -3,10 +3,11 @@
 // client the objects come from core/v1 over REST; without one (standalone) every read fails
 // as upstream's volume host does: "not supported due to running kubelet in standalone mode".
 //
-// Change detection: upstream's default strategy (configMapAndSecretChangeDetectionStrategy
-// Watch) is simplified here to a GET behind a TTL cache (upstream's Cache strategy, default
-// TTL one minute); `Get` reads the API server on every call. A changed object reaches the
-// pod's files on its first periodic sync after the cache entry expires.
+// Change detection (configMapAndSecretChangeDetectionStrategy) is the kubelet's ObjectManager
+// (src/kubelet/configmap-secret.ts): the kubelet hands the volume manager a source that reads
+// what the pod sync fetched there (a watch per object by default). ApiObjectSource here is the
+// direct path: a GET behind a short TTL cache (none for Get), for objects no pod registered and
+// for TokenRequests.
 
 import { isNotFound, type RestClient } from '../client/index.js';
 import type { Clock } from '../util/clock.js';

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
 import { RestClient } from '../../src/client/rest.js';
-import { ObjectManager, referencedObjects, type ChangeDetectionStrategy } from '../../src/kubelet/configmap-secret.js';
+import { ManagedObjectSource, ObjectManager, referencedObjects, type ChangeDetectionStrategy } from '../../src/kubelet/configmap-secret.js';
+import { ApiObjectSource, VolumeObjectError } from '../../src/volumemanager/object-source.js';
 import { makeEnvironment } from '../../src/runtime/env.js';
 import { FakeClock } from '../../src/util/clock.js';
 import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
@@ -114,5 +115,41 @@ describe('ConfigMaps and Secrets from the API', () => {
     await m.prefetch(a);
     assert.equal(gets('configmaps'), 2);
     assert.equal(env(m, a).CFG_MODE, 'safe');
+  });
+
+  it('finds the references of configMap, secret and projected volumes', () => {
+    const p = podUsing('a');
+    p.spec.volumes = [
+      { name: 'v1', configMap: { name: 'vol-cfg' } },
+      { name: 'v2', secret: { secretName: 'vol-sec' } },
+      { name: 'v3', projected: { sources: [{ configMap: { name: 'proj-cfg' } }, { secret: { name: 'proj-sec' } }, { downwardAPI: { items: [] } }] } },
+    ] as never;
+    const r = referencedObjects(p);
+    assert.deepEqual([...r.configmaps].sort(), ['cfg', 'proj-cfg', 'vol-cfg']);
+    assert.deepEqual([...r.secrets].sort(), ['proj-sec', 'sec', 'vol-sec']);
+  });
+
+  it('Watch: volumes read the watched copy (secret data as on the wire), see changes without a GET, and name a missing object', async () => {
+    const m = manager('Watch');
+    const direct = new ApiObjectSource({ client, clock, strategy: 'Watch' });
+    const src = new ManagedObjectSource(m, direct);
+    const p = podUsing('a');
+    p.spec.volumes = [{ name: 'v', configMap: { name: 'vcfg' } }, { name: 'gone', configMap: { name: 'absent' } }] as never;
+    api.create('configmaps', 'default', { metadata: { name: 'vcfg' }, data: { k: 'one' } });
+    await m.prefetch(p);
+    const listed = gets('configmaps');
+    assert.deepEqual((await src.getConfigMap('default', 'vcfg')).data, { k: 'one' });
+    assert.equal((await src.getSecret('default', 'sec')).data?.password, Buffer.from('s3cret').toString('base64'));
+    await assert.rejects(src.getConfigMap('default', 'absent'), (e: unknown) => e instanceof VolumeObjectError && e.notFound && /configmap "absent" not found/.test(e.message));
+    await until(clock, 'the watches', () => api.openWatches === 4, 0);
+    const cur = api.get('configmaps', 'default', 'vcfg')!;
+    api.registry.update(api.resource('configmaps'), 'default', 'vcfg', { ...cur, data: { k: 'two' } });
+    await until(clock, 'the change', () => m.object('configmaps', 'default', 'vcfg')?.obj?.data?.k === 'two', 0);
+    assert.equal((await src.getConfigMap('default', 'vcfg')).data?.k, 'two');
+    assert.equal(gets('configmaps'), listed, 'volumes read through the watch, no GET');
+    // an object no registered pod refers to is read directly
+    api.create('configmaps', 'default', { metadata: { name: 'other' }, data: { x: 'y' } });
+    assert.deepEqual((await src.getConfigMap('default', 'other')).data, { x: 'y' });
+    assert.equal(gets('configmaps'), listed + 1);
   });
 });
