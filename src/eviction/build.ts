@@ -39,7 +39,7 @@ export function createEvictionManager(config: EvictionConfig, memoryCapacityByte
 export function evictionHost(
   kubelet: {
     activePods(): Pod[];
-    evictPod(pod: Pod, gracePeriodSeconds: number, message: string): void;
+    evictPod(pod: Pod, gracePeriodSeconds: number, message: string, opts?: { disruptionTarget?: boolean }): void;
     podTerminated(uid: string): boolean;
     events: { record(object: string, type: 'Normal' | 'Warning', reason: string, message: string): void };
   },
@@ -48,7 +48,7 @@ export function evictionHost(
   return {
     activePods: () => kubelet.activePods(),
     summary: async (fresh) => (fresh ? (await stats.refresh()).summary : stats.getSummary()),
-    evictPod: (pod, grace, message) => kubelet.evictPod(pod, grace, message),
+    evictPod: (pod, grace, message, opts) => kubelet.evictPod(pod, grace, message, opts),
     podCleanedUp: (pod) => kubelet.podTerminated(pod.metadata.uid!),
     recordEvent: (pod, type, reason, message) => kubelet.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
   };

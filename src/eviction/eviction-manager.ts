@@ -28,7 +28,8 @@ import {
   type StarvedResource,
   type Threshold,
 } from './api.js';
-import { rankPods } from './ranking.js';
+import { localStorageViolation } from './local-storage.js';
+import { diskStatsToMeasure, rankPods } from './ranking.js';
 import { makeSignalObservations } from './signals.js';
 import {
   isHardThreshold,
@@ -62,8 +63,11 @@ export interface EvictionHost {
   activePods(): Pod[];
   /** A Summary: `fresh` reads now, else the housekeeping snapshot may serve. */
   summary(fresh: boolean): Promise<Summary>;
-  /** Kills the pod with this grace (s), Failed with reason Evicted, this message and a DisruptionTarget condition. */
-  evictPod(pod: Pod, gracePeriodSeconds: number, message: string): void;
+  /**
+   * Kills the pod with this grace (s), Failed with reason Evicted and this message, and a
+   * DisruptionTarget condition unless `disruptionTarget` is false (local storage limits).
+   */
+  evictPod(pod: Pod, gracePeriodSeconds: number, message: string, opts?: { disruptionTarget?: boolean }): void;
   /** The evicted pod's containers are gone and its resources returned (upstream podCleanedUpFunc). */
   podCleanedUp(pod: Pod): boolean;
   recordEvent(pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string): void;
@@ -99,6 +103,8 @@ export interface EvictionManagerOptions {
   monitoringPeriodMs?: number;
   /** Pods the manager must never evict (default: system-critical priority, mirror pods). */
   isCritical?: (pod: Pod) => boolean;
+  /** upstream localStorageCapacityIsolation (default true): enforce emptyDir sizeLimit and ephemeral-storage limits. */
+  localStorageCapacityIsolation?: boolean;
 }
 
 export interface AdmitResult {
@@ -110,6 +116,8 @@ export interface AdmitResult {
 /** The outcome of one pass (tests and the benchmark read it). */
 export interface SynchronizeResult {
   evicted?: Pod;
+  /** Every pod the pass evicted (local storage limits may evict several). */
+  evictedPods?: Pod[];
   signal?: Signal;
   reclaimedNodeLevel?: boolean;
   /** Why the pass ended (observation, threshold met, ...). */
@@ -149,7 +157,7 @@ export class EvictionManager {
   #running = false;
   #busy?: Promise<SynchronizeResult | undefined>;
   #rerun?: { fresh: boolean };
-  #waitingCleanup?: Pod;
+  #waitingCleanup?: Pod[];
   readonly #evictions?: Counter;
   readonly #statsAge?: Histogram;
   /** Observers of each pass (the benchmark times decisions with it). */
@@ -264,7 +272,7 @@ export class EvictionManager {
     this.#timer = undefined;
     const r = await this.#run(false, 'housekeeping');
     if (!this.#running) return;
-    if (r?.evicted) await this.#waitForPodCleanup(r.evicted);
+    if (r?.evicted) await this.#waitForPodCleanup(r.evictedPods ?? [r.evicted]);
     this.#schedule(this.#period);
   }
 
@@ -288,18 +296,18 @@ export class EvictionManager {
     return this.#busy;
   }
 
-  async #waitForPodCleanup(pod: Pod): Promise<void> {
-    this.#waitingCleanup = pod;
+  async #waitForPodCleanup(pods: Pod[]): Promise<void> {
+    this.#waitingCleanup = pods;
     const deadline = this.#o.clock.now() + POD_CLEANUP_TIMEOUT_MS;
     try {
       while (this.#running && this.#o.clock.now() < deadline) {
-        if (this.#o.host.podCleanedUp(pod)) {
-          this.#o.log.info('Eviction manager: pods successfully cleaned up', { pods: [podFullName(pod)] });
+        if (pods.every((p) => this.#o.host.podCleanedUp(p))) {
+          this.#o.log.info('Eviction manager: pods successfully cleaned up', { pods: pods.map(podFullName) });
           return;
         }
         await this.#o.clock.sleep(POD_CLEANUP_POLL_MS);
       }
-      this.#o.log.warn('Eviction manager: timed out waiting for pods to be cleaned up', { pods: [podFullName(pod)] });
+      this.#o.log.warn('Eviction manager: timed out waiting for pods to be cleaned up', { pods: pods.map(podFullName) });
     } finally {
       this.#waitingCleanup = undefined;
     }
@@ -309,7 +317,8 @@ export class EvictionManager {
   async synchronize(fresh = true, reason = 'manual'): Promise<SynchronizeResult> {
     const { host, clock, log } = this.#o;
     const configured = this.#o.thresholds;
-    if (configured.length === 0) return { thresholdsMet: [] };
+    const localStorage = this.#o.localStorageCapacityIsolation !== false;
+    if (configured.length === 0 && !localStorage) return { thresholdsMet: [] };
     const summary = await host.summary(fresh);
     const now = clock.now();
     const observations = makeSignalObservations({ summary, now, allocatableMemory: this.#o.allocatableMemory });
@@ -336,6 +345,11 @@ export class EvictionManager {
       this.onSynchronize?.(r, reason);
       return r;
     };
+    // upstream: local storage limits come first, and an eviction for them ends the pass
+    if (localStorage) {
+      const evicted = this.#localStorageEviction(host.activePods(), statsFunc);
+      if (evicted.length > 0) return done({ ...result, evicted: evicted[0], evictedPods: evicted });
+    }
     if (due.length === 0) return done(result);
 
     const toReclaim = byEvictionPriority(due).find((t) => SIGNAL_TO_RESOURCE[t.signal] !== undefined);
@@ -355,7 +369,7 @@ export class EvictionManager {
       log.error('Eviction manager: eviction thresholds have been met, but no pods are active to evict');
       return done(result);
     }
-    const ranked = rankPods(resource, active, statsFunc);
+    const ranked = rankPods(resource, active, statsFunc, diskStatsToMeasure(toReclaim.signal, this.#o.dedicatedImageFs ?? false));
     log.info('Eviction manager: pods ranked for eviction', { pods: ranked.map(podFullName) });
     for (const pod of ranked) {
       let grace = IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS;
@@ -376,7 +390,21 @@ export class EvictionManager {
     return done(result);
   }
 
-  #evict(pod: Pod, grace: number, message: string): boolean {
+  /** upstream localStorageEviction: every pod over a local storage limit goes, with the immediate grace and no DisruptionTarget. */
+  #localStorageEviction(pods: Pod[], statsFunc: (pod: Pod) => PodStats | undefined): Pod[] {
+    const evicted: Pod[] = [];
+    for (const pod of pods) {
+      const stats = statsFunc(pod);
+      if (!stats) continue;
+      const v = localStorageViolation(pod, stats, { dedicatedImageFs: this.#o.dedicatedImageFs ?? false });
+      if (!v || !this.#evict(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, v.message, false)) continue;
+      this.#evictions?.withLabelValues(v.signal).inc();
+      evicted.push(pod);
+    }
+    return evicted;
+  }
+
+  #evict(pod: Pod, grace: number, message: string, disruptionTarget = true): boolean {
     const { host, log } = this.#o;
     if (this.#isCritical(pod)) {
       log.error('Eviction manager: cannot evict a critical pod', { pod: podFullName(pod) });
@@ -384,7 +412,7 @@ export class EvictionManager {
     }
     host.recordEvent(pod, 'Warning', EVICTION_REASON, message);
     try {
-      host.evictPod(pod, grace, message);
+      host.evictPod(pod, grace, message, { disruptionTarget });
       log.info('Eviction manager: pod is evicted successfully', { pod: podFullName(pod) });
     } catch (err) {
       log.error('Eviction manager: pod failed to evict', { pod: podFullName(pod), err: (err as Error).message });
@@ -459,7 +487,7 @@ export class EvictionManager {
 
   /** The pod the loop waits for after its last eviction, if any. */
   get waitingForCleanup(): Pod | undefined {
-    return this.#waitingCleanup;
+    return this.#waitingCleanup?.[0];
   }
 }
 

@@ -3,6 +3,7 @@ export * from './api.js';
 export * from './thresholds.js';
 export * from './signals.js';
 export * from './ranking.js';
+export * from './local-storage.js';
 export * from './eviction-manager.js';
 export * from './build.js';
 export * from './memcg-notifier.js';

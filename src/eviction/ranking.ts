@@ -10,6 +10,7 @@ import type { Signal, StarvedResource } from './api.js';
 export type StatsFunc = (pod: Pod) => PodStats | undefined;
 type Cmp = (a: Pod, b: Pod) => number;
 
+/** false before true. */
 const cmpBool = (a: boolean, b: boolean): number => (a === b ? 0 : a ? 1 : -1);
 const cmpBig = (a: bigint, b: bigint): number => (a === b ? 0 : a < b ? -1 : 1);
 
@@ -34,12 +35,12 @@ export const podPriority = (pod: Pod): number => pod.spec.priority ?? 0;
 /** Lower priority first. */
 const priority: Cmp = (a, b) => Math.sign(podPriority(a) - podPriority(b));
 
-/** Pods with stats first; when both have them, `then` decides. */
+/** Pods without stats first (upstream evicts what it cannot measure first); when both have them, `then` decides. */
 function withStats(stats: StatsFunc, then: (a: PodStats, b: PodStats, pa: Pod, pb: Pod) => number): Cmp {
   return (a, b) => {
     const sa = stats(a);
     const sb = stats(b);
-    if (!sa || !sb) return cmpBool(!sa, !sb);
+    if (!sa || !sb) return cmpBool(sa !== undefined, sb !== undefined);
     return then(sa, sb, a, b);
   };
 }
@@ -57,42 +58,75 @@ const memory = (stats: StatsFunc): Cmp =>
 const processCount = (s: PodStats): bigint => s.process_stats?.process_count ?? 0n;
 const processes = (stats: StatsFunc): Cmp => withStats(stats, (sa, sb) => cmpBig(processCount(sb), processCount(sa)));
 
-/** A pod's local storage use: its ephemeral-storage figure, else containers' rootfs + logs + volumes. */
-export function podDiskUsage(s: PodStats, what: 'bytes' | 'inodes'): bigint {
-  const eph = s['ephemeral-storage'];
+/** The figures a disk ranking adds up (upstream fsStatsType; images are nobody's). */
+export type FsStatsType = 'root' | 'logs' | 'localVolumeSource';
+
+const ALL_FS_STATS: readonly FsStatsType[] = ['root', 'logs', 'localVolumeSource'];
+
+/**
+ * What a disk signal's ranking measures (upstream buildSignalToRankFunc): on one filesystem
+ * everything; with a dedicated image filesystem, nodefs counts logs and local volumes and
+ * imagefs/containerfs the writable layers.
+ */
+export function diskStatsToMeasure(signal: Signal, dedicatedImageFs: boolean): readonly FsStatsType[] {
+  if (!dedicatedImageFs) return ALL_FS_STATS;
+  return signal === 'nodefs.available' || signal === 'nodefs.inodesFree' ? ['logs', 'localVolumeSource'] : ['root'];
+}
+
+/** Volumes whose data is on the node's disk (upstream localVolumeNames: hostPath and local ephemeral volumes). */
+export function localVolumeNames(pod: Pod): Set<string> {
+  const names = new Set<string>();
+  for (const v of pod.spec.volumes ?? []) {
+    const diskEmptyDir = v.emptyDir !== undefined && (v.emptyDir.medium ?? '') === '';
+    if (v.hostPath || v.gitRepo || v.configMap || diskEmptyDir) names.add(v.name);
+  }
+  return names;
+}
+
+/**
+ * A pod's local storage use (upstream podDiskUsage): its containers' writable layers and logs
+ * and its local volumes, as `measure` selects. Figures not measured count 0, as upstream.
+ */
+export function podDiskUsage(s: PodStats, pod: Pod, what: 'bytes' | 'inodes', measure: readonly FsStatsType[] = ALL_FS_STATS): bigint {
   const pick = (fs: { usedBytes?: bigint; inodesUsed?: bigint } | undefined): bigint =>
     (what === 'bytes' ? fs?.usedBytes : fs?.inodesUsed) ?? 0n;
-  if (eph && (what === 'bytes' ? eph.usedBytes : eph.inodesUsed) !== undefined) return pick(eph);
   let sum = 0n;
-  for (const c of s.containers) sum += pick(c.rootfs) + pick(c.logs);
-  for (const v of s.volume ?? []) sum += pick(v);
+  for (const c of s.containers) {
+    if (measure.includes('root')) sum += pick(c.rootfs);
+    if (measure.includes('logs')) sum += pick(c.logs);
+  }
+  if (measure.includes('localVolumeSource')) {
+    const local = localVolumeNames(pod);
+    for (const v of s.volume ?? []) if (local.has(v.name)) sum += pick(v);
+  }
   return sum;
 }
 
-const exceedDiskRequests = (stats: StatsFunc, what: 'bytes' | 'inodes'): Cmp =>
+const exceedDiskRequests = (stats: StatsFunc, what: 'bytes' | 'inodes', measure: readonly FsStatsType[]): Cmp =>
   withStats(stats, (sa, sb, a, b) => {
-    // inodes have no request: nothing exceeds it
-    const over = (s: PodStats, p: Pod): boolean => what === 'bytes' && podDiskUsage(s, what) > podRequest(p, 'ephemeral-storage');
+    // upstream compares with the request of the resource itself: nobody requests inodes, so any use exceeds it
+    const over = (s: PodStats, p: Pod): boolean => podDiskUsage(s, p, what, measure) > podRequest(p, what === 'bytes' ? 'ephemeral-storage' : 'inodes');
     return cmpBool(!over(sa, a), !over(sb, b));
   });
 
-const disk = (stats: StatsFunc, what: 'bytes' | 'inodes'): Cmp =>
+const disk = (stats: StatsFunc, what: 'bytes' | 'inodes', measure: readonly FsStatsType[]): Cmp =>
   withStats(stats, (sa, sb, a, b) => {
-    const req = (p: Pod): bigint => (what === 'bytes' ? podRequest(p, 'ephemeral-storage') : 0n);
-    return cmpBig(podDiskUsage(sb, what) - req(b), podDiskUsage(sa, what) - req(a));
+    // upstream subtracts the ephemeral-storage request from inodes too
+    const use = (s: PodStats, p: Pod): bigint => podDiskUsage(s, p, what, measure) - podRequest(p, 'ephemeral-storage');
+    return cmpBig(use(sb, b), use(sa, a));
   });
 
 /** The pods in eviction order for a starved resource. */
-export function rankPods(resource: StarvedResource, pods: Pod[], stats: StatsFunc): Pod[] {
+export function rankPods(resource: StarvedResource, pods: Pod[], stats: StatsFunc, measure: readonly FsStatsType[] = ALL_FS_STATS): Pod[] {
   switch (resource) {
     case 'memory':
       return orderedBy(exceedMemoryRequests(stats), priority, memory(stats))(pods);
     case 'pids':
       return orderedBy(priority, processes(stats))(pods);
     case 'ephemeral-storage':
-      return orderedBy(exceedDiskRequests(stats, 'bytes'), priority, disk(stats, 'bytes'))(pods);
+      return orderedBy(exceedDiskRequests(stats, 'bytes', measure), priority, disk(stats, 'bytes', measure))(pods);
     case 'inodes':
-      return orderedBy(exceedDiskRequests(stats, 'inodes'), priority, disk(stats, 'inodes'))(pods);
+      return orderedBy(exceedDiskRequests(stats, 'inodes', measure), priority, disk(stats, 'inodes', measure))(pods);
   }
 }
 

@@ -297,14 +297,19 @@ export class Kubelet {
 
   /**
    * Evicts a pod (upstream killPodFunc with a status function): Failed with reason Evicted and
-   * the message, a DisruptionTarget condition, then killed with the grace period given.
+   * the message, a DisruptionTarget condition (not for local storage limits), then killed
+   * with the grace period given.
    */
-  evictPod(pod: Pod, gracePeriodSeconds: number, message: string): void {
+  evictPod(pod: Pod, gracePeriodSeconds: number, message: string, opts: { disruptionTarget?: boolean } = {}): void {
     const uid = pod.metadata.uid!;
     const prev = this.statusManager.getPodStatus(uid) ?? pod.status ?? {};
     const now = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const conditions = (prev.conditions ?? []).filter((c) => c.type !== DisruptionTarget);
-    conditions.push({ type: DisruptionTarget, status: 'True', reason: TERMINATION_BY_KUBELET, message, lastTransitionTime: now });
+    let conditions = prev.conditions ?? [];
+    // upstream gives local storage evictions no DisruptionTarget condition
+    if (opts.disruptionTarget !== false) {
+      conditions = conditions.filter((c) => c.type !== DisruptionTarget);
+      conditions.push({ type: DisruptionTarget, status: 'True', reason: TERMINATION_BY_KUBELET, message, lastTransitionTime: now });
+    }
     this.statusManager.setPodStatus(pod, { ...prev, phase: 'Failed', reason: Evicted, message, conditions });
     this.podWorkers.updatePod({ updateType: 'kill', pod, gracePeriodOverride: gracePeriodSeconds });
   }

@@ -65,3 +65,20 @@ test('evictPod kills the pod with the grace given and leaves it Failed/Evicted w
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('evictPod for a local storage limit leaves the pod Failed/Evicted without a DisruptionTarget condition', async () => {
+  const { h, k, dir } = await started();
+  try {
+    h.sources.onUpdate({ op: 'ADD', pods: [mkPod('a')], source: 'file' });
+    await until(() => h.runtime.calls.includes('syncPod a'));
+    const message = 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ';
+    k.evictPod(k.activePods()[0]!, 1, message, { disruptionTarget: false });
+    await until(() => h.runtime.calls.includes('killPod a') && k.podTerminated('a'));
+    const status = k.getPods()[0]!.status!;
+    assert.deepEqual([status.phase, status.reason, status.message], ['Failed', 'Evicted', message]);
+    assert.equal(status.conditions?.find((c) => c.type === 'DisruptionTarget'), undefined);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
