@@ -176,6 +176,27 @@ describe('status manager against the test API server (fake clock)', () => {
     sm.stop();
   });
 
+  it('reconciles: a status another writer changed in the API is sent again at the next sync period; an equal one is not', async () => {
+    const sm = manager();
+    const pod = known('a');
+    sm.setPodStatus(pod, running());
+    await until(clock, 'the first patch', () => apiPod('a')!.status?.phase === 'Running');
+    // the pod manager's copy follows the API (the watch's RECONCILE does it in the kubelet)
+    pods.set(pod.metadata.uid!, structuredClone(apiPod('a')!));
+    clock.step(11_000);
+    await settle(3);
+    assert.equal(patches().length, 1, 'the API has what the kubelet has: nothing to reconcile');
+    assert.equal(sm.stats.reconciles, 0);
+    // another writer overwrites the status; the watch brings it to the pod manager
+    const cur = apiPod('a')!;
+    api.registry.update(api.resource('pods'), 'default', 'a', { ...cur, status: { phase: 'Pending', podIP: '10.9.9.9' } }, 'status');
+    pods.set(pod.metadata.uid!, structuredClone(apiPod('a')!));
+    await until(clock, 'the reconciled status', () => apiPod('a')!.status?.phase === 'Running' && apiPod('a')!.status?.podIP === '10.1.0.5', 1000);
+    assert.equal(sm.stats.reconciles, 1);
+    assert.equal(patches().length, 2);
+    sm.stop();
+  });
+
   it('ten minutes without the API server lose nothing: the latest status arrives when it is back', async () => {
     const sm = manager();
     const pod = known('a');
