@@ -193,7 +193,8 @@ export class StatusManager {
       if (e.inFlight || e.forget || e.finalDelete || e.version > e.syncedVersion || e.syncedVersion === 0 || now - e.syncedAt < RECONCILE_SETTLE_MS) continue;
       const t = this.target(e);
       if (!t || t.uid !== e.apiUID || t.status === undefined) continue;
-      if (!statusDiff(t.status, e.status)) continue;
+      // compared as statusDiff patches (a qosClass the API server set is not ours to remove)
+      if (!statusDiff((omitEmpty(t.status) ?? {}) as PodStatus, (omitEmpty(e.status) ?? {}) as PodStatus)) continue;
       this.stats.reconciles++;
       this.log.v(2).info('Pod status is inconsistent with cached status, a reconciliation is triggered', { pod: `${t.namespace}/${t.name}` });
       e.apiStatus = t.status;
@@ -406,4 +407,25 @@ export function statusDiff(api: PodStatus, next: PodStatus): Record<string, unkn
     }
   }
   return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * A status as the API server would serialize it for comparison: empty strings, zeros, false,
+ * null and empty lists/objects dropped (Go's omitempty), so fields the server leaves out are
+ * not taken for a difference.
+ */
+export function omitEmpty(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    const out = v.map(omitEmpty).filter((x) => x !== undefined);
+    return out.length ? out : undefined;
+  }
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const y = omitEmpty(x);
+      if (y !== undefined) out[k] = y;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return v === '' || v === 0 || v === false || v === null ? undefined : v;
 }
