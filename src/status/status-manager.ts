@@ -6,6 +6,9 @@
 // fresh GET (a different UID: the pod was replaced, drop it). A terminal phase never goes back. A static pod's status goes to its mirror
 // pod. A pod deleted in the API and terminated here gets the final DELETE (grace 0, UID
 // precondition) once its last status is in. A failed patch is retried alone with backoff.
+// Every sync period a reconcile pass compares each synced status with the API's copy (the pod
+// manager's, from the watch) and sends it again where they differ (upstream's needsReconcile:
+// another writer changed it, or a patch answered but did not stick).
 
 import { isDeepStrictEqual } from 'node:util';
 import type { Pod, PodStatus } from '../api/types.js';
@@ -23,6 +26,8 @@ export const DEFAULT_STATUS_BATCH_DELAY_MS = 500;
 const MAX_IN_FLIGHT = 16;
 /** A failed patch or delete is retried after this, doubling up to the sync period. */
 const RETRY_INITIAL_MS = 200;
+/** Reconcile leaves a status this recently taken by the API to the watch. */
+const RECONCILE_SETTLE_MS = 1_000;
 
 export interface StatusManagerOptions {
   client?: RestClient;
@@ -56,6 +61,8 @@ interface Entry {
   /** No retry before this (after a failure), and the delay of the next one. */
   retryAt: number;
   retryDelayMs: number;
+  /** When the API last took this entry's status (reconcile leaves fresh ones to the watch). */
+  syncedAt: number;
   /** Forget the entry when the API work is done (the pod left the kubelet). */
   forget: boolean;
   inFlight: boolean;
@@ -69,12 +76,13 @@ export class StatusManager {
   private readonly log: Logger;
   private readonly clock: Clock;
   private batchTimer: Timer | undefined;
+  private reconcileTimer: Timer | undefined;
   private readonly retryTimers = new Map<string, Timer>();
   private inFlight = 0;
   private readonly waiting: string[] = [];
   private stopped = false;
   /** Counters for tests and the API benchmark. */
-  readonly stats = { patches: 0, conflicts: 0, failures: 0, deletes: 0, batches: 0 };
+  readonly stats = { patches: 0, conflicts: 0, failures: 0, deletes: 0, batches: 0, reconciles: 0 };
 
   constructor(o: StatusManagerOptions = {}) {
     this.o = o;
@@ -99,7 +107,7 @@ export class StatusManager {
     if (prev && isDeepStrictEqual(prev.status, next)) return;
     const e: Entry = prev ?? {
       uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '', status: next, version: 0, syncedVersion: 0,
-      finalDelete: false, forget: false, inFlight: false, retryAt: 0, retryDelayMs: 0,
+      finalDelete: false, forget: false, inFlight: false, retryAt: 0, retryDelayMs: 0, syncedAt: 0,
     };
     e.status = next;
     e.version++;
@@ -142,7 +150,7 @@ export class StatusManager {
     if (!e) {
       e = {
         uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '', status: pod.status ?? {},
-        version: 0, syncedVersion: 0, finalDelete: false, forget: true, inFlight: false, retryAt: 0, retryDelayMs: 0,
+        version: 0, syncedVersion: 0, finalDelete: false, forget: true, inFlight: false, retryAt: 0, retryDelayMs: 0, syncedAt: 0,
       };
       this.statuses.set(uid, e);
     }
@@ -173,9 +181,42 @@ export class StatusManager {
     await Promise.all([...this.statuses.keys()].filter((uid) => this.needsSync(uid)).map((uid) => this.syncPod(uid)));
   }
 
+  /**
+   * upstream's reconcile: a status the API took that the API's copy no longer shows (the pod
+   * manager's pod, kept current by the watch) is sent again. Entries synced within the last
+   * second are left alone: the watch may not have brought the API's answer yet.
+   */
+  reconcile(): void {
+    if (!this.reporting || this.stopped) return;
+    const now = this.clock.now();
+    for (const e of this.statuses.values()) {
+      if (e.inFlight || e.forget || e.finalDelete || e.version > e.syncedVersion || e.syncedVersion === 0 || now - e.syncedAt < RECONCILE_SETTLE_MS) continue;
+      const t = this.target(e);
+      if (!t || t.uid !== e.apiUID || t.status === undefined) continue;
+      // compared as statusDiff patches (a qosClass the API server set is not ours to remove)
+      if (!statusDiff((omitEmpty(t.status) ?? {}) as PodStatus, (omitEmpty(e.status) ?? {}) as PodStatus)) continue;
+      this.stats.reconciles++;
+      this.log.v(2).info('Pod status is inconsistent with cached status, a reconciliation is triggered', { pod: `${t.namespace}/${t.name}` });
+      e.apiStatus = t.status;
+      e.syncedVersion = 0;
+      this.dirty(e.uid);
+    }
+  }
+
+  private armReconcile(): void {
+    if (this.reconcileTimer || this.stopped || !this.reporting) return;
+    this.reconcileTimer = this.clock.setTimeout(() => {
+      this.reconcileTimer = undefined;
+      this.reconcile();
+      if (this.statuses.size) this.armReconcile();
+    }, this.o.syncPeriodMs ?? STATUS_SYNC_PERIOD_MS);
+  }
+
   stop(): void {
     this.stopped = true;
     this.batchTimer?.cancel();
+    this.reconcileTimer?.cancel();
+    this.reconcileTimer = undefined;
     for (const t of this.retryTimers.values()) t.cancel();
     this.retryTimers.clear();
   }
@@ -203,6 +244,7 @@ export class StatusManager {
 
   private dirty(uid: string): void {
     if (!this.reporting || this.stopped) return;
+    this.armReconcile();
     const delay = this.o.batchDelayMs ?? DEFAULT_STATUS_BATCH_DELAY_MS;
     if (delay <= 0) {
       this.enqueue(uid);
@@ -285,6 +327,7 @@ export class StatusManager {
       const res = await client.patch<Pod>(path, 'merge', { metadata: { uid: t.uid }, status: diff }, { maxRetries: 0 });
       e.apiStatus = res?.status ?? e.status;
       e.syncedVersion = version;
+      e.syncedAt = this.clock.now();
       this.succeeded(e);
       this.log.v(3).info('Status for pod updated successfully', { pod: `${t.namespace}/${t.name}`, version });
       return true;
@@ -364,4 +407,25 @@ export function statusDiff(api: PodStatus, next: PodStatus): Record<string, unkn
     }
   }
   return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * A status as the API server would serialize it for comparison: empty strings, zeros, false,
+ * null and empty lists/objects dropped (Go's omitempty), so fields the server leaves out are
+ * not taken for a difference.
+ */
+export function omitEmpty(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    const out = v.map(omitEmpty).filter((x) => x !== undefined);
+    return out.length ? out : undefined;
+  }
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const y = omitEmpty(x);
+      if (y !== undefined) out[k] = y;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return v === '' || v === 0 || v === false || v === null ? undefined : v;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Pod, PodStatus } from '../../src/api/types.js';
 import { RestClient } from '../../src/client/rest.js';
-import { StatusManager, statusDiff } from '../../src/status/status-manager.js';
+import { StatusManager, omitEmpty, statusDiff } from '../../src/status/status-manager.js';
 import { FakeClock } from '../../src/util/clock.js';
 import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { TOKEN, podManifest, startServer } from '../test-apiserver/client.js';
@@ -176,6 +176,28 @@ describe('status manager against the test API server (fake clock)', () => {
     sm.stop();
   });
 
+  it('reconciles: a status another writer changed in the API is sent again at the next sync period; an equal one is not', async () => {
+    // batching off and the clock held still until the first patch is in: no reconcile pass can come first
+    const sm = manager(0);
+    const pod = known('a');
+    sm.setPodStatus(pod, running());
+    await until(clock, 'the first patch', () => apiPod('a')!.status?.phase === 'Running' && sm.versions(pod.metadata.uid!)?.synced === 1, 0);
+    // the pod manager's copy follows the API (the watch's RECONCILE does it in the kubelet)
+    pods.set(pod.metadata.uid!, structuredClone(apiPod('a')!));
+    clock.step(11_000);
+    await settle(3);
+    assert.equal(patches().length, 1, 'the API has what the kubelet has: nothing to reconcile');
+    assert.equal(sm.stats.reconciles, 0);
+    // another writer overwrites the status; the watch brings it to the pod manager
+    const cur = apiPod('a')!;
+    api.registry.update(api.resource('pods'), 'default', 'a', { ...cur, status: { phase: 'Pending', podIP: '10.9.9.9' } }, 'status');
+    pods.set(pod.metadata.uid!, structuredClone(apiPod('a')!));
+    await until(clock, 'the reconciled status', () => apiPod('a')!.status?.phase === 'Running' && apiPod('a')!.status?.podIP === '10.1.0.5', 1000);
+    assert.equal(sm.stats.reconciles, 1);
+    assert.equal(patches().length, 2);
+    sm.stop();
+  });
+
   it('ten minutes without the API server lose nothing: the latest status arrives when it is back', async () => {
     const sm = manager();
     const pod = known('a');
@@ -191,6 +213,16 @@ describe('status manager against the test API server (fake clock)', () => {
     await api.start();
     await until(clock, 'the status after the outage', () => apiPod('a')!.status?.podIP === '10.1.0.7', 1000);
     sm.stop();
+  });
+});
+
+describe('omitEmpty (reconcile\'s comparison)', () => {
+  it('takes fields the API server leaves out (empty, zero, false, null) for equal, and a real change for a change', () => {
+    const ours = { phase: 'Running', message: '', conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null }], containerStatuses: [{ name: 'c', restartCount: 0, ready: true, lastState: {} }] };
+    const api = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }], containerStatuses: [{ name: 'c', ready: true }] };
+    assert.deepEqual(omitEmpty(ours), omitEmpty(api));
+    assert.notDeepEqual(omitEmpty(ours), omitEmpty({ ...api, phase: 'Pending' }));
+    assert.notDeepEqual(omitEmpty(ours), omitEmpty({ ...api, containerStatuses: [{ name: 'c', ready: false, restartCount: 1 }] }));
   });
 });
 
