@@ -17,6 +17,7 @@
         "native/oom/inotify_backend.cc",
         "native/oom/kmsg_backend.cc",
         "native/oom/threshold_backend.cc",
+        "native/oom/pressure_backend.cc",
         "native/oom/ebpf_backend.cc",
         "native/oom_ebpf.cc"
       ],

@@ -87,7 +87,18 @@ Napi::Object ToJs(Napi::Env env, const Event& e) {
     o.Set("line", e.text);
     o.Set("kernelTimeUs", Napi::Number::New(env, static_cast<double>(e.kernelTimeUs)));
   }
-  if (e.kind == EventKind::kError) o.Set("message", e.text);
+  if (e.kind == EventKind::kMemoryEvents) {
+    Napi::Object counters = Napi::Object::New(env);
+    Napi::Object deltas = Napi::Object::New(env);
+    for (const oom::Counter& c : e.counters) {
+      counters.Set(c.name, Napi::Number::New(env, static_cast<double>(c.value)));
+      if (c.delta) deltas.Set(c.name, Napi::Number::New(env, static_cast<double>(c.delta)));
+    }
+    o.Set("counters", counters);
+    o.Set("deltas", deltas);
+  }
+  if (e.kind == EventKind::kMemoryPressure) o.Set("count", Napi::Number::New(env, static_cast<double>(e.count)));
+  if (e.kind == EventKind::kError || e.kind == EventKind::kWatchLost) o.Set("message", e.text);
   if (e.fatal) o.Set("fatal", true);
   return o;
 }
@@ -146,6 +157,10 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
                            InstanceMethod<&OomWatcherHandle::Unwatch>("unwatch"),
                            InstanceMethod<&OomWatcherHandle::WatchMemoryThreshold>("watchMemoryThreshold"),
                            InstanceMethod<&OomWatcherHandle::UnwatchMemoryThreshold>("unwatchMemoryThreshold"),
+                           InstanceMethod<&OomWatcherHandle::WatchMemoryEvents>("watchMemoryEvents"),
+                           InstanceMethod<&OomWatcherHandle::UnwatchMemoryEvents>("unwatchMemoryEvents"),
+                           InstanceMethod<&OomWatcherHandle::WatchPressure>("watchPressure"),
+                           InstanceMethod<&OomWatcherHandle::UnwatchPressure>("unwatchPressure"),
                            InstanceMethod<&OomWatcherHandle::StartEbpf>("startEbpf"),
                            InstanceMethod<&OomWatcherHandle::StopEbpf>("stopEbpf"),
                            InstanceMethod<&OomWatcherHandle::StartKmsg>("startKmsg"),
@@ -270,6 +285,65 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
     return Napi::Boolean::New(env, core_->UnwatchThreshold(info[0].As<Napi::Number>().Uint32Value()));
   }
 
+  static void ThrowErrno(Napi::Env env, const std::string& message, int err) {
+    Napi::Error e = Napi::Error::New(env, message + ": " + strerror(err));
+    e.Set("code", oom::ErrnoName(err));
+    e.Set("errno", Napi::Number::New(env, err));
+    e.ThrowAsJavaScriptException();
+  }
+
+  // watchMemoryEvents(id, file): inotify on a memory.events file; returns the counters read
+  // once armed ({} when unreadable).
+  Napi::Value WatchMemoryEvents(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) {
+      Napi::TypeError::New(env, "watchMemoryEvents(id: number, file: string)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    std::string file = info[1].As<Napi::String>().Utf8Value();
+    std::vector<oom::Counter> initial;
+    int err = 0;
+    std::string what;
+    if (!core_->WatchMemoryEvents(info[0].As<Napi::Number>().Uint32Value(), file, &initial, &err, &what)) {
+      ThrowErrno(env, "memory.events watch " + file + ": " + what, err);
+      return env.Undefined();
+    }
+    Napi::Object counters = Napi::Object::New(env);
+    for (const oom::Counter& c : initial) counters.Set(c.name, Napi::Number::New(env, static_cast<double>(c.value)));
+    return counters;
+  }
+
+  Napi::Value UnwatchMemoryEvents(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_ || core_->closed() || info.Length() < 1 || !info[0].IsNumber()) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, core_->UnwatchMemoryEvents(info[0].As<Napi::Number>().Uint32Value()));
+  }
+
+  // watchPressure(id, file, trigger): a PSI trigger ("some 150000 1000000") on a pressure file.
+  Napi::Value WatchPressure(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsString() || !info[2].IsString()) {
+      Napi::TypeError::New(env, "watchPressure(id: number, file: string, trigger: string)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    std::string file = info[1].As<Napi::String>().Utf8Value();
+    std::string trigger = info[2].As<Napi::String>().Utf8Value();
+    int err = 0;
+    std::string what;
+    if (!core_->WatchPressure(info[0].As<Napi::Number>().Uint32Value(), file, trigger, &err, &what)) {
+      ThrowErrno(env, "PSI trigger " + file + ": " + what, err);
+    }
+    return env.Undefined();
+  }
+
+  Napi::Value UnwatchPressure(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_ || core_->closed() || info.Length() < 1 || !info[0].IsNumber()) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, core_->UnwatchPressure(info[0].As<Napi::Number>().Uint32Value()));
+  }
+
   Napi::Value StartEbpf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
@@ -306,6 +380,8 @@ class OomWatcherHandle : public Napi::ObjectWrap<OomWatcherHandle> {
     o.Set("v2", Napi::Number::New(env, static_cast<double>(s.v2)));
     o.Set("fds", Napi::Number::New(env, static_cast<double>(s.fds)));
     o.Set("thresholds", Napi::Number::New(env, static_cast<double>(s.thresholds)));
+    o.Set("memoryEvents", Napi::Number::New(env, static_cast<double>(s.memoryEvents)));
+    o.Set("psiTriggers", Napi::Number::New(env, static_cast<double>(s.psiTriggers)));
     o.Set("ebpf", s.ebpf);
     o.Set("kmsg", s.kmsg);
     o.Set("running", s.running);

@@ -14,11 +14,20 @@
 //                                  bytes (cgroup.event_control); events { kind: 'memory_threshold',
 //                                  id, count, thresholdBytes }; throws
 //     unwatchMemoryThreshold(id): boolean
+//     watchMemoryEvents(id, file)  v2: inotify on a memory.events file; returns its counters;
+//                                  events { kind: 'memory_events', id, counters, deltas } when
+//                                  counters rise; throws naming the file
+//     unwatchMemoryEvents(id): boolean
+//     watchPressure(id, file, trigger)  PSI trigger ("some <stall us> <window us>") on a pressure
+//                                  file, polled for EPOLLPRI; events { kind: 'memory_pressure',
+//                                  id }; throws naming the file (EINVAL: refused trigger or not
+//                                  a PSI file, ENOENT: PSI off or no such cgroup)
+//     unwatchPressure(id): boolean   (either watch ending with its file: { kind: 'watch_lost', id })
 //     startEbpf(): { ok: true } | { ok: false, reason }   (raw_tp/mark_victim + ring buffer)
 //     stopEbpf()
 //     startKmsg(): { ok: true } | { ok: false, reason }   (/dev/kmsg OOM lines, unparsed)
 //     stopKmsg()
-//     stats(): { watches, v1, v2, fds, ebpf, kmsg, running, droppedBatches, droppedEvents,
+//     stats(): { watches, v1, v2, fds, thresholds, memoryEvents, psiTriggers, ebpf, kmsg, running, droppedBatches, droppedEvents,
 //                handlerErrors, lastHandlerError?, error? }  (fds: the watcher's own, not libbpf's;
 //                error: why the thread stopped, when it failed)
 //     ref() / unref()      keep (or not) the event loop alive while watching

@@ -21,15 +21,16 @@ class Backend;
 class Poller {
  public:
   virtual ~Poller() = default;
-  // Adds fd (readable -> backend->OnReadable(key)); false with errno on failure.
-  virtual bool AddFd(Backend* backend, int fd, uint64_t key) = 0;
+  // Adds fd (readable -> backend->OnEvents(key, ...)); `priority`: wait for EPOLLPRI instead of
+  // EPOLLIN (PSI triggers, whose files always poll readable). False with errno on failure.
+  virtual bool AddFd(Backend* backend, int fd, uint64_t key, bool priority = false) = 0;
   virtual void RemoveFd(int fd) = 0;
   // Makes the thread look at deadlines again (a re-check was scheduled from another thread).
   virtual void Wake() = 0;
 };
 
 struct WatcherStats {
-  size_t watches = 0, v1 = 0, v2 = 0, fds = 0, thresholds = 0;
+  size_t watches = 0, v1 = 0, v2 = 0, fds = 0, thresholds = 0, memoryEvents = 0, psiTriggers = 0;
   bool ebpf = false, kmsg = false, running = false;
 };
 
@@ -42,6 +43,9 @@ class Backend {
 
   // Watcher thread: the fd registered with `key` is readable.
   virtual void OnReadable(uint64_t key, Batch* out) = 0;
+  // Watcher thread: the fd registered with `key` reported `events` (epoll bits); backends that
+  // tell EPOLLPRI from EPOLLERR override it.
+  virtual void OnEvents(uint64_t key, uint32_t events, Batch* out) { OnReadable(key, out); }
   // Watcher thread: earliest scheduled re-check (CLOCK_MONOTONIC ns), UINT64_MAX for none.
   virtual uint64_t NextDeadlineNs() { return UINT64_MAX; }
   // Watcher thread: re-checks due at nowNs.

@@ -16,9 +16,18 @@ struct Victim {
 };
 
 // kMemoryThreshold: a memory usage threshold was crossed (threshold_backend.h).
-enum class EventKind : uint8_t { kOomKill, kOom, kRemoved, kKmsg, kError, kMemoryThreshold };
+// kMemoryEvents: memory.events counters moved; kMemoryPressure: a PSI trigger fired;
+// kWatchLost: one of those two watches ended on the kernel's side (pressure_backend.h).
+enum class EventKind : uint8_t { kOomKill, kOom, kRemoved, kKmsg, kError, kMemoryThreshold, kMemoryEvents, kMemoryPressure, kWatchLost };
 // kWatcher: the watcher itself (its thread failed), not one of the mechanisms.
-enum class SourceKind : uint8_t { kEventfd, kInotify, kEbpf, kKmsg, kWatcher };
+enum class SourceKind : uint8_t { kEventfd, kInotify, kEbpf, kKmsg, kWatcher, kPsi };
+
+// One "name value" line of a counter file (memory.events); delta: its rise since the last reading.
+struct Counter {
+  std::string name;
+  uint64_t value = 0;
+  uint64_t delta = 0;
+};
 
 const char* KindName(EventKind k);
 const char* SourceName(SourceKind s);
@@ -40,6 +49,7 @@ struct Event {
   uint64_t kernelTimeUs = 0;
   uint64_t notifiedNs = 0;
   uint64_t observedNs = 0;
+  std::vector<Counter> counters;
 };
 
 using Batch = std::vector<Event>;

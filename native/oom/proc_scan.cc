@@ -25,6 +25,9 @@ const char* KindName(EventKind k) {
     case EventKind::kKmsg: return "kmsg";
     case EventKind::kError: return "error";
     case EventKind::kMemoryThreshold: return "memory_threshold";
+    case EventKind::kMemoryEvents: return "memory_events";
+    case EventKind::kMemoryPressure: return "memory_pressure";
+    case EventKind::kWatchLost: return "watch_lost";
   }
   return "error";
 }
@@ -36,6 +39,7 @@ const char* SourceName(SourceKind s) {
     case SourceKind::kEbpf: return "ebpf";
     case SourceKind::kKmsg: return "kmsg";
     case SourceKind::kWatcher: return "watcher";
+    case SourceKind::kPsi: return "psi";
   }
   return "watcher";
 }

@@ -92,6 +92,7 @@ void Watcher::ReleaseFds() {
   kmsg_.Close();
   ebpf_.Close();
   thresholds_.Close();
+  pressure_.Close();
   if (wakefd_ >= 0) close(wakefd_);
   wakefd_ = -1;
   if (epfd_ >= 0) close(epfd_);
@@ -121,6 +122,7 @@ FullStats Watcher::GetStats() {
   kmsg_.AddStats(&s);
   ebpf_.AddStats(&s);
   thresholds_.AddStats(&s);
+  pressure_.AddStats(&s);
   s.fds += (epfd_ >= 0) + (wakefd_ >= 0);
   s.running = running_ && !stopping_;
   s.droppedBatches = droppedBatches_;
@@ -140,10 +142,10 @@ void Watcher::FailNextPoll(int err) {
   Wake();
 }
 
-bool Watcher::AddFd(Backend* backend, int fd, uint64_t key) {
-  uint64_t slot = backend == &v1_ ? 1 : backend == &v2_ ? 2 : backend == &kmsg_ ? 3 : backend == &ebpf_ ? 4 : 5;
+bool Watcher::AddFd(Backend* backend, int fd, uint64_t key, bool priority) {
+  uint64_t slot = backend == &v1_ ? 1 : backend == &v2_ ? 2 : backend == &kmsg_ ? 3 : backend == &ebpf_ ? 4 : backend == &thresholds_ ? 5 : 6;
   epoll_event ev{};
-  ev.events = EPOLLIN;
+  ev.events = priority ? EPOLLPRI : EPOLLIN;
   ev.data.u64 = (slot << kSlotShift) | (key & kKeyMask);
   return epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
@@ -162,7 +164,7 @@ void Watcher::Wake() {
 void Watcher::Loop() {
   // Named so tools and the benchmark can find the watcher's thread in /proc/<pid>/task.
   pthread_setname_np(pthread_self(), "kts-oom-watch");
-  Backend* slots[] = {nullptr, &v1_, &v2_, &kmsg_, &ebpf_, &thresholds_};
+  Backend* slots[] = {nullptr, &v1_, &v2_, &kmsg_, &ebpf_, &thresholds_, &pressure_};
   epoll_event evs[64];
   while (!stopping_) {
     int timeout = -1;
@@ -192,7 +194,7 @@ void Watcher::Loop() {
         ssize_t ignored = read(wakefd_, &v, sizeof(v));
         (void)ignored;
       } else if (slot < sizeof(slots) / sizeof(slots[0])) {
-        slots[slot]->OnReadable(evs[i].data.u64 & kKeyMask, &batch);
+        slots[slot]->OnEvents(evs[i].data.u64 & kKeyMask, evs[i].events, &batch);
       }
     }
     v1_.OnDeadline(MonoNs(), &batch);

@@ -15,6 +15,7 @@
 #include "eventfd_backend.h"
 #include "inotify_backend.h"
 #include "kmsg_backend.h"
+#include "pressure_backend.h"
 #include "threshold_backend.h"
 
 namespace kts {
@@ -60,6 +61,14 @@ class Watcher : public Poller {
     return thresholds_.Watch(id, dir, bytes, err, what);
   }
   bool UnwatchThreshold(uint32_t id) { return thresholds_.Unwatch(id); }
+  bool WatchMemoryEvents(uint32_t id, const std::string& file, std::vector<Counter>* initial, int* err, std::string* what) {
+    return pressure_.WatchEvents(id, file, initial, err, what);
+  }
+  bool UnwatchMemoryEvents(uint32_t id) { return pressure_.UnwatchEvents(id); }
+  bool WatchPressure(uint32_t id, const std::string& file, const std::string& trigger, int* err, std::string* what) {
+    return pressure_.WatchPsi(id, file, trigger, err, what);
+  }
+  bool UnwatchPressure(uint32_t id) { return pressure_.UnwatchPsi(id); }
   bool StartEbpf(std::string* reason) { return ebpf_.Start(reason); }
   void StopEbpf() { ebpf_.Stop(); }
   bool StartKmsg(std::string* reason) { return kmsg_.Start(reason); }
@@ -70,7 +79,7 @@ class Watcher : public Poller {
   // Test hook: the thread's next epoll_wait fails with err.
   void FailNextPoll(int err);
 
-  bool AddFd(Backend* backend, int fd, uint64_t key) override;
+  bool AddFd(Backend* backend, int fd, uint64_t key, bool priority = false) override;
   void RemoveFd(int fd) override;
   void Wake() override;
 
@@ -105,6 +114,7 @@ class Watcher : public Poller {
   KmsgBackend kmsg_{this};
   EbpfBackend ebpf_{this};
   ThresholdBackend thresholds_{this};
+  PressureBackend pressure_{this};
 };
 
 struct Delivery {

@@ -81,6 +81,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     evictionMinimumReclaim: {},
     evictionPressureTransitionPeriod: 5 * MINUTE,
     evictionMaxPodGracePeriod: 0,
+    kernelMemcgNotification: false,
     featureGates: {},
     failSwapOn: true,
     containerLogMaxSize: '10Mi',

@@ -144,6 +144,11 @@ export interface KubeletConfig {
   evictionPressureTransitionPeriod: number;
   /** Seconds, cap on pod grace period for soft evictions. Default 0. */
   evictionMaxPodGracePeriod: number;
+  /**
+   * Wake the eviction manager from the kernel instead of waiting for its next pass: cgroup v1
+   * memcg usage thresholds; cgroup v2 memory.events and a PSI trigger on the pods cgroup. Default false.
+   */
+  kernelMemcgNotification: boolean;
   featureGates: Record<string, boolean>;
   /** Default true. */
   failSwapOn: boolean;

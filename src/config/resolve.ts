@@ -260,6 +260,7 @@ export function resolveKubeletConfig(
     c.evictionPressureTransitionPeriod,
   );
   c.evictionMaxPodGracePeriod = orUnset(r.int('evictionMaxPodGracePeriod'), c.evictionMaxPodGracePeriod);
+  c.kernelMemcgNotification = orUnset(r.bool('kernelMemcgNotification'), c.kernelMemcgNotification);
   c.featureGates = orUnset(
     r.map('featureGates', 'booleans', (v, fail) => {
       if (typeof v !== 'boolean') return fail(`expected a boolean, got ${showValue(v)}`);

@@ -94,6 +94,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   evictionMinimumReclaim: 'implemented',
   evictionPressureTransitionPeriod: 'implemented',
   evictionMaxPodGracePeriod: 'implemented',
+  // v1 memcg usage thresholds, v2 memory.events + PSI (src/eviction/memory-notifier.ts).
+  kernelMemcgNotification: 'implemented',
   // Garbage collection, log rotation, volume stats.
   imageMinimumGCAge: 'implemented',
   imageMaximumGCAge: 'implemented',

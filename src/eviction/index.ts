@@ -7,3 +7,5 @@ export * from './local-storage.js';
 export * from './eviction-manager.js';
 export * from './build.js';
 export * from './memcg-notifier.js';
+export * from './memcg-notifier-v2.js';
+export * from './memory-notifier.js';

@@ -1,12 +1,10 @@
 // Fast memory-pressure detection (upstream: kernelMemcgNotification). cgroup v1: the native
 // watcher thread holds an eventfd registered on memory.usage_in_bytes of the root or pods
 // memory cgroup at the usage where the working set reaches the eviction threshold; when the
-// kernel signals it the eviction manager runs at once. cgroup v2 has no usage thresholds: the
-// kernel's memory.events counters (high, max) and the memory PSI are the signals there; their
-// parsing and the decision live here (this machine's hybrid layout cannot produce them).
+// kernel signals it the eviction manager runs at once. cgroup v2 has no usage thresholds:
+// memcg-notifier-v2.ts watches memory.events and PSI instead (memory-notifier.ts chooses).
 
 import { cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
-import { parseMemoryEvents } from '../oom/memory-events.js';
 import type { NativeOomEvent, NativeOomExports, NativeOomWatcherHandle } from '../oom/native-types.js';
 import { KubeletError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -104,40 +102,4 @@ export class NativeMemcgNotifier implements MemcgThresholdNotifier {
 function v1MemoryDir(mounts: CgroupMounts, cgroup: string): string | undefined {
   const ref = cgroupRefFor(mounts, cgroup || '/');
   return ref.version === 1 ? ref.memory : undefined;
-}
-
-// ---- cgroup v2 ------------------------------------------------------------------------------
-
-/** One line of a PSI file (memory.pressure): averages in percent, total stall in µs. */
-export interface PsiLine {
-  avg10: number;
-  avg60: number;
-  avg300: number;
-  total: bigint;
-}
-
-/** memory.pressure (or /proc/pressure/memory): `some` and, when present, `full`. */
-export function parsePsi(text: string): { some?: PsiLine; full?: PsiLine } {
-  const out: { some?: PsiLine; full?: PsiLine } = {};
-  for (const line of text.split('\n')) {
-    const m = /^(some|full)\s+avg10=([\d.]+)\s+avg60=([\d.]+)\s+avg300=([\d.]+)\s+total=(\d+)\s*$/.exec(line.trim());
-    if (!m) continue;
-    out[m[1] as 'some' | 'full'] = { avg10: Number(m[2]), avg60: Number(m[3]), avg300: Number(m[4]), total: BigInt(m[5]!) };
-  }
-  return out;
-}
-
-/**
- * cgroup v2: whether a change of the pods cgroup's memory.events / memory.pressure calls for an
- * eviction pass now: the cgroup hit memory.high or memory.max (reclaim under its limit), went
- * OOM, or memory stalls grew past `stallUsThreshold` µs since the previous reading.
- */
-export function v2PressureChanged(prev: { events: string; pressure?: string } | undefined, cur: { events: string; pressure?: string }, stallUsThreshold = 100_000n): boolean {
-  const a = prev ? parseMemoryEvents(prev.events) : new Map<string, number>();
-  const b = parseMemoryEvents(cur.events);
-  for (const k of ['high', 'max', 'oom', 'oom_kill']) if ((b.get(k) ?? 0) > (a.get(k) ?? 0)) return true;
-  if (prev?.pressure === undefined || cur.pressure === undefined) return false;
-  const pa = parsePsi(prev.pressure).some?.total;
-  const pb = parsePsi(cur.pressure).some?.total;
-  return pa !== undefined && pb !== undefined && pb - pa >= stallUsThreshold;
 }

@@ -9,7 +9,7 @@ import { discoverCgroupMounts } from '../cgroups/index.js';
 import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from '../cm/node-allocatable.js';
 import { createEvictionManager, dedicatedImageFs, evictionHost } from '../eviction/build.js';
 import type { EvictionManager } from '../eviction/eviction-manager.js';
-import { createNativeMemcgNotifier } from '../eviction/memcg-notifier.js';
+import { createMemoryNotifier } from '../eviction/memory-notifier.js';
 import { garbageCollectContainers, type ContainerGCOptions } from '../gc/container-gc.js';
 import { criContainerGCRuntime, startGarbageCollection } from '../gc/node-gc.js';
 import { ImageGCManager } from '../images/image-gc.js';
@@ -82,19 +82,20 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     now: () => clock.now(),
     log,
   };
+  const podsCgroupName = `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
   const eviction = createEvictionManager(config, o.memoryCapacityBytes, {
     host: evictionHost(kubelet, stats),
     clock,
     log,
     registry: kubelet.metrics,
-    podsCgroupName: `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`,
+    podsCgroupName,
     containerGC: async () => void (await garbageCollectContainers(containerGC, true)),
     imageGC: async () => void (await imageGC.deleteUnusedImages()),
     dedicatedImageFs: await dedicatedImageFs(cri, flags.rootDir),
     memcgNotifier: (onCross) => {
-      const { native, error } = loadOomNative();
-      const r = native ? createNativeMemcgNotifier({ native, mounts, log, onCross }) : { reason: error };
-      if (!r.notifier) log.warn('Eviction manager: memcg threshold notification unavailable; polling only', { reason: r.reason });
+      const enabled = config.kernelMemcgNotification;
+      const r = createMemoryNotifier({ enabled, native: enabled ? loadOomNative() : {}, mounts, podsCgroupName, clock, log, onCross });
+      if (!r.notifier && enabled) log.warn('Eviction manager: kernel memory notification unavailable; polling only', { reason: r.reason });
       return r.notifier;
     },
   });

@@ -13,10 +13,14 @@ export interface NativeVictimCandidate {
   comm: string;
 }
 
-/** memory_threshold: a v1 memory usage threshold (watchMemoryThreshold) was crossed. */
-export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error' | 'memory_threshold';
+/**
+ * memory_threshold: a v1 memory usage threshold (watchMemoryThreshold) was crossed.
+ * memory_events: counters of a watched memory.events rose (watchMemoryEvents).
+ * memory_pressure: a PSI trigger fired (watchPressure). watch_lost: one of those two ended with its file.
+ */
+export type NativeOomEventKind = 'oom_kill' | 'oom' | 'removed' | 'kmsg' | 'error' | 'memory_threshold' | 'memory_events' | 'memory_pressure' | 'watch_lost';
 /** 'watcher': the native watcher itself (its thread), not one of the mechanisms. */
-export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg' | 'watcher';
+export type NativeOomSource = 'eventfd' | 'inotify' | 'ebpf' | 'kmsg' | 'watcher' | 'psi';
 
 /** One event from the native thread; fields beyond kind/source depend on the source. */
 export interface NativeOomEvent {
@@ -55,10 +59,15 @@ export interface NativeOomEvent {
   /** The victim's memory cgroup path (from the kernel; from /proc when cgroupPathFromProc). */
   cgroupPath?: string;
   cgroupPathFromProc?: boolean;
+  // memory_events:
+  /** Every counter of the file after the change. */
+  counters?: Record<string, number>;
+  /** The counters that rose, by how much. */
+  deltas?: Record<string, number>;
   // kmsg:
   line?: string;
   kernelTimeUs?: number;
-  // error:
+  // error, watch_lost:
   message?: string;
   /** error from source 'watcher': the native thread stopped; no more events will come. */
   fatal?: boolean;
@@ -70,6 +79,10 @@ export interface NativeOomWatcherStats {
   v2: number;
   /** File descriptors the watcher holds (epoll, wake, inotify, kmsg, one eventfd per v1 cgroup); libbpf's own are not counted. */
   fds: number;
+  /** v1 memory usage thresholds, v2 memory.events watches, PSI triggers (each PSI trigger holds an fd). */
+  thresholds?: number;
+  memoryEvents?: number;
+  psiTriggers?: number;
   ebpf: boolean;
   kmsg: boolean;
   /** False once closed, or when the thread stopped on an error (then `error` says why). */
@@ -104,6 +117,12 @@ export interface NativeOomWatcherHandle {
   /** v1: eventfd on memory.usage_in_bytes at `bytes` (cgroup.event_control); memory_threshold events carry the id. */
   watchMemoryThreshold?(id: number, memoryCgroupDir: string, bytes: bigint): void;
   unwatchMemoryThreshold?(id: number): boolean;
+  /** v2: inotify on a memory.events file; returns its counters now; memory_events events carry the id. */
+  watchMemoryEvents?(id: number, file: string): Record<string, number>;
+  unwatchMemoryEvents?(id: number): boolean;
+  /** A PSI trigger ("some <stall us> <window us>") on a pressure file; memory_pressure events carry the id. */
+  watchPressure?(id: number, file: string, trigger: string): void;
+  unwatchPressure?(id: number): boolean;
   startEbpf(): NativeStartResult;
   stopEbpf(): void;
   startKmsg(): NativeStartResult;

@@ -145,7 +145,7 @@ const typedConfig = fc.record(
     maxPods: plausibleInt, podPidsLimit: plausibleInt, maxParallelImagePulls: plausibleInt, evictionMaxPodGracePeriod: plausibleInt,
     containerLogMaxFiles: plausibleInt,
     enableServer: fc.boolean(), enableDebuggingHandlers: fc.boolean(), cgroupsPerQOS: fc.boolean(), serializeImagePulls: fc.boolean(),
-    failSwapOn: fc.boolean(), registerNode: fc.boolean(), protectKernelDefaults: fc.boolean(),
+    failSwapOn: fc.boolean(), registerNode: fc.boolean(), protectKernelDefaults: fc.boolean(), kernelMemcgNotification: fc.boolean(),
     staticPodPath: fc.oneof(fc.constantFrom('/etc/kubernetes/manifests', 'manifests', ''), oddText),
     staticPodURL: fc.oneof(fc.constantFrom('http://10.0.0.1/pods', 'https://x/p.yaml', 'ftp://x', ''), oddText),
     address: fc.constantFrom('0.0.0.0', '::', '127.0.0.1', 'localhost', ''),

@@ -377,6 +377,7 @@ describe('resolveKubeletConfig: wrong types name the field and the value', () =>
     ['authentication:\n  anonymous:\n    enabled: 1\n', 'authentication.anonymous.enabled', 'expected a boolean, got 1'],
     ['evictionSoftGracePeriod:\n  memory.available: 30\n', 'evictionSoftGracePeriod[memory.available]', 'expected a duration string'],
     ['staticPodURLHeader:\n  X-Token: abc\n', 'staticPodURLHeader[X-Token]', 'expected a list of strings'],
+    ['kernelMemcgNotification: "true"\n', 'kernelMemcgNotification', 'expected a boolean, got "true"'],
   ];
   for (const [body, field, fragment] of more) {
     it(`${field}: ${body.trim().replace(/\n\s*/g, ' ')}`, () => {
@@ -386,6 +387,13 @@ describe('resolveKubeletConfig: wrong types name the field and the value', () =>
 });
 
 describe('resolveKubeletConfig: defaulting rules', () => {
+  it('kernelMemcgNotification: off unless set, read without a not-implemented warning', () => {
+    assert.equal(fromYaml('maxPods: 9\n').config.kernelMemcgNotification, false);
+    const on = fromYaml('kernelMemcgNotification: true\n');
+    assert.equal(on.config.kernelMemcgNotification, true);
+    assert.deepEqual(on.warnings.filter((w) => w.includes('kernelMemcgNotification')), []);
+  });
+
   it('null means unset', () => {
     const { config } = fromYaml('syncFrequency: null\nmaxPods: ~\nevictionHard: null\n');
     assert.equal(config.syncFrequency, 60_000);

@@ -68,6 +68,8 @@ describe('eviction on containerd under memory pressure', () => {
       // the allocatable twin would sit under the same huge threshold: not enforced here
       'enforceNodeAllocatable: ["none"]',
       'evictionPressureTransitionPeriod: 5m',
+      // the kernel's notification may decide before the 10 s pass (off by default, as upstream)
+      'kernelMemcgNotification: true',
     ].join('\n') + '\n');
     kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
   });
