@@ -69,6 +69,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     volumeStatsAggPeriod: MINUTE,
     cgroupRoot: '',
     cgroupsPerQOS: true,
+    localStorageCapacityIsolation: true,
     cgroupDriver: 'cgroupfs',
     runtimeRequestTimeout: 2 * MINUTE,
     maxPods: 110,

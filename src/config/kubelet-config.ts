@@ -121,6 +121,8 @@ export interface KubeletConfig {
   cgroupRoot: string;
   /** Default true. */
   cgroupsPerQOS: boolean;
+  /** upstream (default true): emptyDir sizeLimit and ephemeral-storage limits enforced, ephemeral-storage in the node's capacity. */
+  localStorageCapacityIsolation: boolean;
   /** Default cgroupfs. */
   cgroupDriver: CgroupDriver;
   /** ms, timeout of CRI calls except long-running ones. Default 2m. */

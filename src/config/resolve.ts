@@ -237,6 +237,7 @@ export function resolveKubeletConfig(
   c.volumeStatsAggPeriod = orDefault(r.duration('volumeStatsAggPeriod'), c.volumeStatsAggPeriod);
   c.cgroupRoot = orUnset(r.str('cgroupRoot'), c.cgroupRoot);
   c.cgroupsPerQOS = orUnset(r.bool('cgroupsPerQOS'), c.cgroupsPerQOS);
+  c.localStorageCapacityIsolation = orUnset(r.bool('localStorageCapacityIsolation'), c.localStorageCapacityIsolation);
   c.cgroupDriver = orDefault(r.str('cgroupDriver'), c.cgroupDriver) as CgroupDriver;
   c.runtimeRequestTimeout = orDefault(r.duration('runtimeRequestTimeout'), c.runtimeRequestTimeout);
   c.maxPods = orDefault(r.int('maxPods'), c.maxPods);

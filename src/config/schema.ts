@@ -106,6 +106,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   containerLogMaxWorkers: 'implemented',
   containerLogMonitorInterval: 'implemented',
   volumeStatsAggPeriod: 'implemented',
+  // eviction of pods over emptyDir sizeLimit / ephemeral-storage limits; ephemeral-storage capacity
+  localStorageCapacityIsolation: 'implemented',
   // Graceful node shutdown.
   shutdownGracePeriod: 'not-implemented',
   shutdownGracePeriodCriticalPods: 'not-implemented',

@@ -15,7 +15,7 @@ import { parseThresholdConfig } from './thresholds.js';
 export type EvictionConfig = Pick<KubeletConfig,
   'evictionHard' | 'evictionSoft' | 'evictionSoftGracePeriod' | 'evictionMinimumReclaim' |
   'evictionPressureTransitionPeriod' | 'evictionMaxPodGracePeriod' | 'enforceNodeAllocatable' |
-  'systemReserved' | 'kubeReserved'>;
+  'systemReserved' | 'kubeReserved' | 'localStorageCapacityIsolation'>;
 
 /** The memory the kubelet holds back from pods: kube + system reserved + the memory.available hard threshold. */
 export function memoryReservationBytes(config: EvictionConfig, memoryCapacityBytes: number): bigint {
@@ -23,12 +23,13 @@ export function memoryReservationBytes(config: EvictionConfig, memoryCapacityByt
   return r.memory === undefined ? 0n : parseQuantity(r.memory).valueBig();
 }
 
-export function createEvictionManager(config: EvictionConfig, memoryCapacityBytes: number, rest: Omit<EvictionManagerOptions, 'thresholds' | 'pressureTransitionPeriodMs' | 'maxPodGracePeriodSeconds' | 'allocatableMemory'>): EvictionManager {
+export function createEvictionManager(config: EvictionConfig, memoryCapacityBytes: number, rest: Omit<EvictionManagerOptions, 'thresholds' | 'pressureTransitionPeriodMs' | 'maxPodGracePeriodSeconds' | 'allocatableMemory' | 'localStorageCapacityIsolation'>): EvictionManager {
   return new EvictionManager({
     ...rest,
     thresholds: parseThresholdConfig(config),
     pressureTransitionPeriodMs: config.evictionPressureTransitionPeriod,
     maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    localStorageCapacityIsolation: config.localStorageCapacityIsolation,
     allocatableMemory: config.enforceNodeAllocatable.includes('pods')
       ? { capacity: BigInt(memoryCapacityBytes), reserved: memoryReservationBytes(config, memoryCapacityBytes) }
       : undefined,

@@ -116,6 +116,7 @@ export class NodeAgent {
       kubeReserved: config.kubeReserved,
       systemReserved: config.systemReserved,
       evictionHard: config.evictionHard,
+      localStorageCapacityIsolation: config.localStorageCapacityIsolation,
       nodeStatusMaxImages: config.nodeStatusMaxImages,
       updateFrequencyMs: config.nodeStatusUpdateFrequency,
       reportFrequencyMs: config.nodeStatusReportFrequency,

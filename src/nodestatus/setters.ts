@@ -79,7 +79,7 @@ export function hugePageResourceName(pageSizeKiB: number): string {
 }
 
 /** The machine's capacity (cadvisor CapacityFromMachineInfo + the container manager's ephemeral storage), pods from maxPods. */
-export function machineCapacity(m: MachineInfo, maxPods: number, podsPerCore = 0): ResourceList {
+export function machineCapacity(m: MachineInfo, maxPods: number, podsPerCore = 0, localStorageCapacityIsolation = true): ResourceList {
   const c: ResourceList = {
     cpu: Quantity.fromMilli(m.numCores * 1000).toString(),
     memory: Quantity.fromValue(m.memoryCapacityBytes, 'BinarySI').toString(),
@@ -88,7 +88,8 @@ export function machineCapacity(m: MachineInfo, maxPods: number, podsPerCore = 0
     c[hugePageResourceName(h.pageSizeKiB)] = Quantity.fromValue(h.pageSizeKiB * 1024 * h.numPages, 'BinarySI').toString();
   }
   c.pods = String(podsPerCore > 0 ? Math.min(m.numCores * podsPerCore, maxPods) : maxPods);
-  if (m.rootfsCapacityBytes !== undefined) c['ephemeral-storage'] = Quantity.fromValue(m.rootfsCapacityBytes, 'BinarySI').toString();
+  // upstream reports ephemeral-storage only with localStorageCapacityIsolation
+  if (m.rootfsCapacityBytes !== undefined && localStorageCapacityIsolation) c['ephemeral-storage'] = Quantity.fromValue(m.rootfsCapacityBytes, 'BinarySI').toString();
   return c;
 }
 
@@ -142,7 +143,7 @@ export function allocatable(capacity: ResourceList, reservation: ResourceList): 
 const isExtendedResource = (k: string) => k.includes('/') && !k.startsWith('kubernetes.io/') && !k.startsWith('requests.');
 
 /** Upstream's MachineInfo setter: capacity, allocatable, machineID, systemUUID, bootID (a Rebooted event when it changed). */
-export function setMachineInfo(node: Node, m: MachineInfo | Error, o: { maxPods: number; podsPerCore?: number; reserved: (capacity: ResourceList) => ResourceList; recordEvent?: EventRecorder }): void {
+export function setMachineInfo(node: Node, m: MachineInfo | Error, o: { maxPods: number; podsPerCore?: number; localStorageCapacityIsolation?: boolean; reserved: (capacity: ResourceList) => ResourceList; recordEvent?: EventRecorder }): void {
   const status = (node.status ??= {});
   const capacity: ResourceList = { ...(status.capacity ?? {}) };
   if (m instanceof Error) {
@@ -152,7 +153,8 @@ export function setMachineInfo(node: Node, m: MachineInfo | Error, o: { maxPods:
     const info = (status.nodeInfo ??= {});
     info.machineID = m.machineID;
     info.systemUUID = m.systemUUID;
-    Object.assign(capacity, machineCapacity(m, o.maxPods, o.podsPerCore));
+    Object.assign(capacity, machineCapacity(m, o.maxPods, o.podsPerCore, o.localStorageCapacityIsolation !== false));
+    if (o.localStorageCapacityIsolation === false) delete capacity['ephemeral-storage'];
     if (info.bootID && info.bootID !== m.bootID) {
       o.recordEvent?.('Warning', 'Rebooted', `Node ${node.metadata.name} has been rebooted, boot id: ${m.bootID}`);
     }

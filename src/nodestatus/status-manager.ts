@@ -46,6 +46,8 @@ export interface NodeStatusManagerOptions {
   kubeReserved?: ResourceList;
   systemReserved?: ResourceList;
   evictionHard?: Record<string, string>;
+  /** false: no ephemeral-storage capacity, and Ready does not require it (upstream). */
+  localStorageCapacityIsolation?: boolean;
   nodeStatusMaxImages?: number;
   /** nodeStatusUpdateFrequency in ms (10 s). */
   updateFrequencyMs?: number;
@@ -131,7 +133,7 @@ export class NodeStatusManager {
     }
     if (machine instanceof Error) this.log.error('Error getting machine info', { err: machine.message });
     setMachineInfo(node, machine, {
-      maxPods: o.maxPods ?? 110, podsPerCore: o.podsPerCore ?? 0, recordEvent: o.recordEvent,
+      maxPods: o.maxPods ?? 110, podsPerCore: o.podsPerCore ?? 0, recordEvent: o.recordEvent, localStorageCapacityIsolation: o.localStorageCapacityIsolation,
       reserved: (capacity) => allocatableReservation(capacity, [o.systemReserved, o.kubeReserved], o.evictionHard),
     });
     if (!(machine instanceof Error)) {
@@ -150,7 +152,7 @@ export class NodeStatusManager {
     setPressureCondition(node, MEMORY_PRESSURE, p.memory, now, o.recordEvent);
     setPressureCondition(node, DISK_PRESSURE, p.disk, now, o.recordEvent);
     setPressureCondition(node, PID_PRESSURE, p.pid, now, o.recordEvent);
-    setReadyCondition(node, o.source.readyErrors(), now, o.recordEvent);
+    setReadyCondition(node, o.source.readyErrors(), now, o.recordEvent, { localStorageCapacityIsolation: o.localStorageCapacityIsolation });
   }
 
   private needsCandidates(): boolean {

@@ -25,6 +25,17 @@ describe('capacity and allocatable', () => {
     assert.equal(hugePageResourceName(1048576), 'hugepages-1Gi');
   });
 
+  it('localStorageCapacityIsolation false: no ephemeral-storage capacity, and Ready does not ask for it (upstream)', () => {
+    assert.equal(machineCapacity(machine({}), 110, 0, false)['ephemeral-storage'], undefined);
+    const node: Node = { metadata: { name: 'n1' }, status: { capacity: { 'ephemeral-storage': '5Gi' } } };
+    setMachineInfo(node, machine({}), { maxPods: 110, localStorageCapacityIsolation: false, reserved: () => ({}) });
+    assert.equal(node.status!.capacity!['ephemeral-storage'], undefined, 'a capacity reported before is taken back');
+    setReadyCondition(node, [], T0, undefined, { localStorageCapacityIsolation: false });
+    assert.equal(node.status!.conditions!.find((c) => c.type === 'Ready')!.status, 'True');
+    setReadyCondition(node, [], T0, undefined, {});
+    assert.match(node.status!.conditions!.find((c) => c.type === 'Ready')!.message!, /missing node capacity for resources: ephemeral-storage/);
+  });
+
   const cases: { name: string; capacity: Record<string, string>; o: { kubeReserved?: Record<string, string>; systemReserved?: Record<string, string>; evictionHard?: Record<string, string> }; want: Record<string, string> }[] = [
     {
       name: 'upstream defaults: memory less 100Mi, ephemeral-storage less 10%',
