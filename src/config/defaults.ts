@@ -36,6 +36,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     tlsMinVersion: '',
     enableSystemLogHandler: true,
     enableProfilingHandler: true,
+    enableDebugFlagsHandler: true,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
     authentication: {

@@ -65,6 +65,8 @@ export interface KubeletConfig {
   enableSystemLogHandler: boolean;
   /** Serve profiling (CPU profile, heap snapshot) at /debug/pprof/. Default true. */
   enableProfilingHandler: boolean;
+  /** upstream (default true): PUT /debug/flags/v sets the log verbosity (with enableDebuggingHandlers). */
+  enableDebugFlagsHandler: boolean;
   /** healthz IP. Default 127.0.0.1. */
   healthzBindAddress: string;
   /** healthz port; 0 = disabled. Default 10248. */

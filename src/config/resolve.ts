@@ -189,6 +189,7 @@ export function resolveKubeletConfig(
   c.tlsMinVersion = orUnset(r.str('tlsMinVersion'), c.tlsMinVersion);
   c.enableSystemLogHandler = orUnset(r.bool('enableSystemLogHandler'), c.enableSystemLogHandler);
   c.enableProfilingHandler = orUnset(r.bool('enableProfilingHandler'), c.enableProfilingHandler);
+  c.enableDebugFlagsHandler = orUnset(r.bool('enableDebugFlagsHandler'), c.enableDebugFlagsHandler);
   c.healthzBindAddress = orDefault(r.str('healthzBindAddress'), c.healthzBindAddress);
   c.healthzPort = orUnset(r.int('healthzPort'), c.healthzPort);
 

@@ -51,6 +51,7 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   authorization: 'implemented',
   enableSystemLogHandler: 'implemented',
   enableProfilingHandler: 'implemented',
+  enableDebugFlagsHandler: 'implemented',
   enableDebuggingHandlers: 'implemented',
   // the idle timeout of proxied exec/attach/port-forward streams (src/server/kubelet-host.ts)
   streamingConnectionIdleTimeout: 'implemented',

@@ -1,6 +1,7 @@
 // The secure port's own endpoints beside /pods and /healthz (server.ts) and the stats routes
 // (src/stats/routes.ts): /runningpods/, /configz, /metrics/cadvisor, /logs/ (node log files,
-// with enableSystemLogHandler) and /debug/pprof/ (Node's inspector, with enableProfilingHandler).
+// with enableSystemLogHandler), /debug/pprof/ (Node's inspector, with enableProfilingHandler)
+// and /debug/flags/v (the log verbosity, with enableDebugFlagsHandler).
 
 import { open, readdir, realpath, stat } from 'node:fs/promises';
 import { Session } from 'node:inspector';
@@ -217,6 +218,32 @@ export function systemLogsHandler(root = '/var/log'): Handler {
     } finally {
       await fh.close();
     }
+  });
+}
+
+// ---- /debug/flags/v ----
+
+/** The most of a /debug/flags/v body read: a verbosity is a few digits. */
+const MAX_FLAG_BODY = 1024;
+
+/**
+ * upstream's StringFlagPutHandler for the log verbosity: PUT with the level as the body sets it
+ * ("successfully set klog.logging.verbosity to N"); a value that is not an unsigned 32-bit
+ * integer is a 400; any other method is a 406 "unsupported http method".
+ */
+export function debugFlagsVerbosityHandler(set: (v: number) => void): Handler {
+  return withMethods('any', async (req, res) => {
+    if (req.method !== 'PUT') return sendText(res, 406, 'unsupported http method');
+    let body = '';
+    for await (const chunk of req) {
+      body += String(chunk);
+      if (body.length > MAX_FLAG_BODY) return sendText(res, 400, 'error reading request body: too large');
+    }
+    if (!/^\d+$/.test(body) || Number(body) > 0xffffffff) {
+      return sendText(res, 400, `failed set klog.logging.verbosity ${body}: strconv.ParseUint: parsing ${JSON.stringify(body)}: invalid syntax`);
+    }
+    set(Number(body));
+    sendText(res, 200, `successfully set klog.logging.verbosity to ${body}`);
   });
 }
 

@@ -8,12 +8,12 @@ import type { Pod } from '../api/types.js';
 import type { KubeletConfig } from '../config/index.js';
 import type { RestClient } from '../client/rest.js';
 import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/log.js';
+import { setVerbosity, type Logger } from '../util/log.js';
 import { alwaysAllow, apiAccessReviewer, webhookAuthorizer, type Authorizer } from './auth/authz.js';
 import { apiTokenReviewer, unionAuthenticator, webhookTokenAuthenticator, x509Authenticator, type AuthenticatorMethod } from './auth/authn.js';
 import { KubeletGate } from './auth/gate.js';
 import { ServerAuthConfigError } from './errors.js';
-import { cadvisorHandler, configzHandler, profilingHandlers, runningPodsHandler, systemLogsHandler, type CadvisorSource } from './kubelet-handlers.js';
+import { cadvisorHandler, configzHandler, debugFlagsVerbosityHandler, profilingHandlers, runningPodsHandler, systemLogsHandler, type CadvisorSource } from './kubelet-handlers.js';
 import { metricsHandler, withMethods, type Handler, type SecureServing } from './server.js';
 import { servingTLS } from './tls.js';
 
@@ -62,7 +62,7 @@ export function buildGate(input: GateInput): KubeletGate {
 }
 
 export interface SecureRoutesInput {
-  config: Pick<KubeletConfig, 'enableDebuggingHandlers' | 'enableSystemLogHandler' | 'enableProfilingHandler'> & KubeletConfig;
+  config: Pick<KubeletConfig, 'enableDebuggingHandlers' | 'enableSystemLogHandler' | 'enableProfilingHandler' | 'enableDebugFlagsHandler'> & KubeletConfig;
   clock: Clock;
   /** /stats/summary and /metrics/resource (src/stats/routes.ts). */
   statsRoutes: Map<string, Handler>;
@@ -98,6 +98,7 @@ export function secureRoutes(input: SecureRoutesInput): Map<string, Handler> {
   for (const [p, h] of input.streaming ?? []) routes.set(p, h);
   if (config.enableSystemLogHandler) routes.set('/logs/', systemLogsHandler(input.systemLogRoot));
   if (config.enableProfilingHandler) for (const [p, h] of profilingHandlers(input.clock)) routes.set(p, h);
+  if (config.enableDebugFlagsHandler) routes.set('/debug/flags/v', debugFlagsVerbosityHandler(setVerbosity));
   return routes;
 }
 

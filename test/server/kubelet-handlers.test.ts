@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { defaultKubeletConfig } from '../../src/config/index.js';
-import { renderCadvisorMetrics } from '../../src/server/kubelet-handlers.js';
+import { debugFlagsVerbosityHandler, renderCadvisorMetrics } from '../../src/server/kubelet-handlers.js';
 import { secureRoutes, type SecureRoutesInput } from '../../src/server/secure.js';
 import { Registry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/util/clock.js';
@@ -98,6 +98,24 @@ describe('secure port handlers', { timeout: 60_000 }, () => {
     assert.equal(response?.status, 200);
     const profile = JSON.parse(response!.body) as { nodes: unknown[]; startTime: number };
     assert.ok(Array.isArray(profile.nodes) && profile.nodes.length > 0);
+  });
+
+  it('/debug/flags/v: PUT sets the verbosity as upstream; a bad value is a 400, another method a 406', async () => {
+    const set: number[] = [];
+    const srv = await startServers({ routes: new Map([['/debug/flags/v', debugFlagsVerbosityHandler((v) => set.push(v))]]) });
+    try {
+      const put = (body: string) => exchange(srv.readOnlyPort, [`PUT /debug/flags/v HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`]);
+      let r = (await put('4')).response;
+      assert.equal(r?.status, 200);
+      assert.equal(r?.body, 'successfully set klog.logging.verbosity to 4');
+      r = (await put('-1')).response;
+      assert.equal(r?.status, 400);
+      assert.match(r!.body, /failed set klog\.logging\.verbosity -1/);
+      assert.equal((await get(srv.readOnlyPort, '/debug/flags/v')).response?.status, 406);
+      assert.deepEqual(set, [4], 'only the good value was set');
+    } finally {
+      await srv.stop();
+    }
   });
 
   it('with enableDebuggingHandlers off, the debugging paths answer 405 "Debug endpoints are disabled."', async () => {
