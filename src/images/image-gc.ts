@@ -41,6 +41,7 @@ export class ImageGCError extends KubeletError {
 }
 
 interface ImageRecord {
+  /** -Infinity: already there at start-up, first seen at an unknown time in the past. */
   firstDetected: number;
   /** 0: never seen in use. */
   lastUsed: number;
@@ -72,10 +73,13 @@ export class ImageGCManager {
   readonly #records = new Map<string, ImageRecord>();
   readonly #collected?: Counter;
   #busy?: Promise<unknown>;
+  /** When GC began: imageMaximumGCAge counts from here at the earliest. */
+  #startedAt: number;
 
   constructor(opts: ImageGCManagerOptions) {
     validateImageGCPolicy(opts.policy);
     this.#o = opts;
+    this.#startedAt = opts.clock.now();
     this.#collected = opts.registry?.counter({
       name: 'kubelet_image_garbage_collected_total',
       help: 'Total number of images garbage collected by the kubelet, whether through disk usage or image age.',
@@ -83,8 +87,20 @@ export class ImageGCManager {
     });
   }
 
-  /** Refreshes the records; returns the ids of the images containers use. */
-  async detectImages(now = this.#o.clock.now()): Promise<Set<string>> {
+  /**
+   * The initial detection (upstream Start): images already on the node are recorded as first
+   * detected at an unknown time in the past, so imageMinimumGCAge does not hold them back when
+   * disk pressure comes soon after start-up.
+   */
+  start(): Promise<void> {
+    return this.#serial(async () => {
+      this.#startedAt = this.#o.clock.now();
+      await this.detectImages(this.#startedAt, true);
+    });
+  }
+
+  /** Refreshes the records; returns the ids of the images containers use. `initial`: new images date from the unknown past. */
+  async detectImages(now = this.#o.clock.now(), initial = false): Promise<Set<string>> {
     const [images, containers] = await Promise.all([this.#o.runtime.listImages(), this.#o.runtime.listContainers()]);
     // A container names its image by id (image_ref) or by the reference it was created from.
     const refs = new Set<string>();
@@ -99,7 +115,7 @@ export class ImageGCManager {
       const names = [...img.repo_tags, ...img.repo_digests];
       let rec = this.#records.get(img.id);
       if (!rec) {
-        rec = { firstDetected: now, lastUsed: 0, size: 0n, pinned: false, names };
+        rec = { firstDetected: initial ? -Infinity : now, lastUsed: 0, size: 0n, pinned: false, names };
         this.#records.set(img.id, rec);
       }
       rec.size = BigInt(img.size || '0');
@@ -144,8 +160,8 @@ export class ImageGCManager {
     const inUse = await this.detectImages(now);
     if (policy.maxAgeMs > 0) {
       for (const [id, rec] of this.#evictionOrder(inUse, now)) {
-        // an image never seen in use has been unused since it was first detected
-        if (now - Math.max(rec.lastUsed, rec.firstDetected) > policy.maxAgeMs) await this.#free(id, rec, 'age');
+        // an image never seen in use has been unused since it was first detected (or since GC began)
+        if (now - Math.max(rec.lastUsed, rec.firstDetected, this.#startedAt) > policy.maxAgeMs) await this.#free(id, rec, 'age');
       }
     }
     const fs = await this.#o.imageFsStats();
@@ -177,7 +193,8 @@ export class ImageGCManager {
       if (now - rec.firstDetected < this.#o.policy.minAgeMs) continue;
       out.push([id, rec]);
     }
-    return out.sort(([, a], [, b]) => a.lastUsed - b.lastUsed || a.firstDetected - b.firstDetected);
+    const cmp = (x: number, y: number): number => (x === y ? 0 : x < y ? -1 : 1);
+    return out.sort(([, a], [, b]) => cmp(a.lastUsed, b.lastUsed) || cmp(a.firstDetected, b.firstDetected));
   }
 
   async #freeSpace(bytes: bigint, now: number, inUse: Set<string>, reason: 'space' | 'age'): Promise<bigint> {

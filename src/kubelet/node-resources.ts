@@ -105,6 +105,8 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     eviction,
     imageGC,
     start: () => {
+      // first, so that eviction's image reclaim finds the images of before the start already aged
+      imageGC.start().catch((err: unknown) => log.warn('Image GC: initial image detection failed', { err: (err as Error).message }));
       eviction.start();
       gc ??= startGarbageCollection({ clock, log, containerGC, imageGC });
     },

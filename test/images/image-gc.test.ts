@@ -112,6 +112,30 @@ describe('image GC', () => {
     assert.deepEqual(rt.removed.sort(), ['a', 'b']);
   });
 
+  it('start: images already there count as detected in the unknown past, so eviction reclaim may take them at once', async () => {
+    const { rt, gc, add, clock } = setup();
+    add(image('before', 10));
+    add(image('in-use', 10));
+    rt.containers = [container('in-use')];
+    await gc.start();
+    add(image('after', 10)); // pulled after the start: imageMinimumGCAge holds it back
+    clock.step(1000);
+    assert.equal(await gc.deleteUnusedImages(), 10n);
+    assert.deepEqual(rt.removed, ['before']);
+  });
+
+  it('start: imageMaximumGCAge counts from the start for the images already there', async () => {
+    const { rt, gc, add, clock } = setup({ maxAgeMs: 10 * MIN });
+    add(image('before', 10));
+    await gc.start();
+    clock.step(10 * MIN);
+    await gc.garbageCollect();
+    assert.deepEqual(rt.removed, []);
+    clock.step(1);
+    await gc.garbageCollect();
+    assert.deepEqual(rt.removed, ['before']);
+  });
+
   it('refuses a low threshold above the high one', () => {
     assert.throws(() => setup({ lowThresholdPercent: 90 }), /LowThresholdPercent 90 can not be higher than HighThresholdPercent 85/);
   });
