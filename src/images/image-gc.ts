@@ -60,6 +60,26 @@ export interface ImageGCManagerOptions {
   registry?: Registry;
   /** Node event (FreeDiskSpaceFailed, InvalidDiskCapacity). */
   recordEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /**
+   * The runtime's pod sandbox image, always in use (upstream's --pod-infra-container-image):
+   * no container names it, and a runtime that does not report it pinned would lose it.
+   */
+  sandboxImage?: () => Promise<string | undefined>;
+}
+
+/**
+ * The sandbox image a runtime says it uses: containerd's CRI puts its plugin configuration in
+ * the verbose Status info (`config.sandboxImage`); undefined for a runtime that does not.
+ */
+export async function runtimeSandboxImage(cri: { status(verbose?: boolean): Promise<{ info: Record<string, string> }> }): Promise<string | undefined> {
+  const config = (await cri.status(true)).info?.config;
+  if (!config) return undefined;
+  try {
+    const image = (JSON.parse(config) as { sandboxImage?: unknown }).sandboxImage;
+    return typeof image === 'string' && image !== '' ? image : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function validateImageGCPolicy(p: ImageGCPolicy): void {
@@ -73,6 +93,7 @@ export class ImageGCManager {
   readonly #records = new Map<string, ImageRecord>();
   readonly #collected?: Counter;
   #busy?: Promise<unknown>;
+  #sandbox?: string;
   /** When GC began: imageMaximumGCAge counts from here at the earliest. */
   #startedAt: number;
 
@@ -101,9 +122,13 @@ export class ImageGCManager {
 
   /** Refreshes the records; returns the ids of the images containers use. `initial`: new images date from the unknown past. */
   async detectImages(now = this.#o.clock.now(), initial = false): Promise<Set<string>> {
-    const [images, containers] = await Promise.all([this.#o.runtime.listImages(), this.#o.runtime.listContainers()]);
+    const [images, containers, sandboxImage] = await Promise.all([
+      this.#o.runtime.listImages(),
+      this.#o.runtime.listContainers(),
+      this.#sandboxImage(),
+    ]);
     // A container names its image by id (image_ref) or by the reference it was created from.
-    const refs = new Set<string>();
+    const refs = new Set<string>(sandboxImage ? [sandboxImage] : []);
     for (const c of containers) {
       if (c.image_ref) refs.add(c.image_ref);
       if (c.image?.image) refs.add(c.image.image);
@@ -128,6 +153,17 @@ export class ImageGCManager {
     }
     for (const id of this.#records.keys()) if (!seen.has(id)) this.#records.delete(id);
     return inUse;
+  }
+
+  /** The sandbox image, asked once successfully (a runtime does not change it while it runs). */
+  async #sandboxImage(): Promise<string | undefined> {
+    if (this.#sandbox !== undefined || !this.#o.sandboxImage) return this.#sandbox;
+    try {
+      this.#sandbox = await this.#o.sandboxImage();
+    } catch (err) {
+      this.#o.log.warn('Image GC: could not learn the runtime\'s sandbox image', { err: (err as Error).message });
+    }
+    return this.#sandbox;
   }
 
   /** One GC pass (serialized with any other): the age limit, then the disk thresholds. */
