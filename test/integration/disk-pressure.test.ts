@@ -6,7 +6,8 @@
 // container of a finished pod and the unused image go), and only when that is not enough is
 // the writer evicted: Failed, reason Evicted, upstream's message, an Evicted event, DiskPressure
 // on the Node; the quiet pod keeps running, a new pod is refused, and once the evicted pod's
-// emptyDir is gone the pressure ends.
+// emptyDir is gone the pressure ends. Then a pod making 12k files crosses nodefs.inodesFree and
+// is evicted the same way.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
-import { Quantity } from '../../src/api/quantity.js';
+import { Quantity, parseQuantity } from '../../src/api/quantity.js';
 import { allHierarchies, cgroupDir, discoverCgroupMounts } from '../../src/cgroups/index.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
 import { TestApiServer } from '../fixtures/test-apiserver/server.js';
@@ -37,6 +38,9 @@ const DEAD_MIB = 30;
 const WRITE_MIB = 250;
 /** The threshold's distance under the free space before the pods: above DEAD_MIB, under WRITE_MIB − 2 × FILLER_MIB. */
 const MARGIN_MIB = 100n;
+/** Files the inode eater makes, and the nodefs.inodesFree threshold's distance under the free inodes before the pods. */
+const FILES = 12_000;
+const INODE_MARGIN = 8_000n;
 
 const run = (cmd: string, args: string[]): Promise<void> =>
   new Promise((resolve, reject) => execFile(cmd, args, { timeout: WAIT }, (err, _o, stderr) => (err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`)) : resolve())));
@@ -82,7 +86,7 @@ async function pushFillerImage(registry: string): Promise<string> {
   }
 }
 
-function podJson(name: string, image: string, spec: { command: string; restartPolicy?: string; emptyDir?: boolean; requests?: Record<string, string> }): object {
+function podJson(name: string, image: string, spec: { command: string; restartPolicy?: string; emptyDir?: boolean; requests?: Record<string, string>; priority?: number }): object {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -90,6 +94,7 @@ function podJson(name: string, image: string, spec: { command: string; restartPo
     spec: {
       nodeName: NODE,
       hostNetwork: true,
+      priority: spec.priority,
       restartPolicy: spec.restartPolicy ?? 'Always',
       terminationGracePeriodSeconds: 2,
       containers: [{
@@ -103,6 +108,12 @@ function podJson(name: string, image: string, spec: { command: string; restartPo
 }
 
 const SLEEP = 'trap "exit 0" TERM; while true; do sleep 1; done';
+/**
+ * No TERM handler: PID 1 ignores TERM and the eviction's kill ends it (137), so the evicted pod
+ * is Failed with reason Evicted. (A container that exits 0 on TERM leaves an evicted pod
+ * Succeeded with only the DisruptionTarget condition, as upstream since 1.27.)
+ */
+const SLEEP_UNTIL_KILLED = 'while true; do sleep 1; done';
 
 /** Removes the cgroup subtree `name` in every hierarchy, deepest first (empty cgroups only). */
 async function removeCgroupTree(name: string): Promise<void> {
@@ -130,6 +141,7 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
   let filler: string;
   let threshold: string;
   let thresholdBytes: bigint;
+  let inodeThreshold: bigint;
 
   before(async () => {
     const shared = await ensureRuntime();
@@ -144,6 +156,7 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
     const available = await fs.available();
     thresholdBytes = ((available - MARGIN_MIB * MI) / MI) * MI;
     threshold = Quantity.fromValue(thresholdBytes, 'BinarySI').toString();
+    inodeThreshold = (await fs.inodesFree()) - INODE_MARGIN;
     api = new TestApiServer({});
     await api.start();
     const kubeconfig = join(base, 'kubelet.kubeconfig');
@@ -157,6 +170,7 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
       `podLogsDir: ${join(fs.dir, 'pods-logs')}`,
       'evictionHard:',
       `  nodefs.available: "${threshold}"`,
+      `  nodefs.inodesFree: "${inodeThreshold}"`,
       'evictionPressureTransitionPeriod: 60s',
       'nodeStatusUpdateFrequency: 2s',
     ].join('\n') + '\n');
@@ -191,17 +205,23 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
     const c = cri!;
     await waitFor(async () => nodeCondition('Ready')?.status === 'True', WAIT, 'the node to be Ready');
     assert.equal(nodeCondition('DiskPressure')?.status, 'False');
+    // nodefs and imagefs are the small filesystem, as /stats/summary shows them
+    const summary = await (await fetch(`http://127.0.0.1:${kubelet!.readOnlyPort}/stats/summary`)).json() as { node: { fs?: { capacityBytes?: number }; runtime?: { imageFs?: { capacityBytes?: number } } } };
+    const capacity = Number(await fs!.capacity());
+    assert.equal(summary.node.fs?.capacityBytes, capacity);
+    assert.equal(summary.node.runtime?.imageFs?.capacityBytes, capacity);
     const fillerId = (await c.imageStatus(filler)).image?.id;
     assert.ok(fillerId, 'the filler image is on the private containerd');
 
-    create(podJson('quiet', rt.images.busybox, { command: SLEEP, requests: { 'ephemeral-storage': '10Mi' } }));
+    // its request keeps it under its share of the disk; its priority ranks it after the inode eater of the last case
+    create(podJson('quiet', rt.images.busybox, { command: SLEEP, requests: { 'ephemeral-storage': '10Mi' }, priority: 1000 }));
     create(podJson('done', rt.images.busybox, { command: `dd if=/dev/zero of=/leftover bs=1M count=${DEAD_MIB} && sync`, restartPolicy: 'Never' }));
     await waitFor(async () => phase('quiet') === 'Running' && phase('done') === 'Succeeded', WAIT, 'quiet Running and done Succeeded');
     const doneUid = pod('done')!.metadata.uid!;
     assert.equal((await c.listContainers({ label_selector: { 'io.kubernetes.pod.uid': doneUid } })).length, 1, 'the finished pod left its dead container');
     assert.ok((await fs!.available()) > thresholdBytes, 'no pressure before the writer');
 
-    create(podJson('writer', rt.images.busybox, { command: `dd if=/dev/zero of=/scratch/fill bs=1M count=${WRITE_MIB} && sync; ${SLEEP}`, emptyDir: true }));
+    create(podJson('writer', rt.images.busybox, { command: `dd if=/dev/zero of=/scratch/fill bs=1M count=${WRITE_MIB} && sync; ${SLEEP_UNTIL_KILLED}`, emptyDir: true }));
     const writer = await waitFor(async () => (phase('writer') === 'Failed' ? pod('writer') : undefined), WAIT, 'the writer to be evicted');
     // the decisions, in the order the kubelet took them
     for (const line of kubelet!.logs().split('\n')) {
@@ -263,5 +283,21 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
     const dp = await waitFor(async () => (nodeCondition('DiskPressure')?.status === 'False' ? nodeCondition('DiskPressure') : undefined), WAIT, 'DiskPressure to end');
     assert.equal(dp.reason, 'KubeletHasNoDiskPressure');
     assert.equal(phase('quiet'), 'Running');
+  });
+
+  it('evicts the pod eating the inodes under nodefs.inodesFree, with upstream\'s message', async () => {
+    assert.ok((await fs!.inodesFree()) > inodeThreshold, 'no inode pressure before the eater');
+    create(podJson('inodes', runtime!.images.busybox, { command: `cd /scratch && seq 1 ${FILES} | xargs touch && sync; ${SLEEP_UNTIL_KILLED}`, emptyDir: true }));
+    const eater = await waitFor(async () => (phase('inodes') === 'Failed' ? pod('inodes') : undefined), WAIT, 'the inode eater to be evicted').catch(async (err: Error) => {
+      const lines = kubelet!.logs().split('\n').filter((l) => /Eviction manager|inodes/.test(l)).slice(-15);
+      throw new Error(`${err.message}; pod ${JSON.stringify(pod('inodes')?.status)}; inodes free ${await fs!.inodesFree()}, threshold ${inodeThreshold}\n${lines.join('\n')}`);
+    });
+    assert.equal(eater.status?.reason, 'Evicted');
+    // inodes have no request: no container clause, as upstream
+    assert.match(eater.status?.message ?? '', new RegExp(`^The node was low on resource: inodes\\. Threshold quantity: ${parseQuantity(String(inodeThreshold)).toString()}, available: \\d+k?\\. $`));
+    assert.equal(phase('quiet'), 'Running');
+    const metrics = await (await fetch(`http://127.0.0.1:${kubelet!.readOnlyPort}/metrics`)).text();
+    assert.match(metrics, /kubelet_evictions\{eviction_signal="nodefs\.inodesFree"\} 1\b/);
+    await waitFor(async () => (await fs!.inodesFree()) > inodeThreshold, WAIT, 'the eater\'s files to be removed');
   });
 });
