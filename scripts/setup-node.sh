@@ -25,9 +25,10 @@ done
 
 [ "$(id -u)" = 0 ] || kts_die "must run as root (containerd, mounts and network namespaces need it)"
 
-# openssl: the kubelet's self-signed serving certificate; python3-prometheus-client: the
+# openssl: the kubelet's self-signed serving certificate; e2fsprogs: the small loop-device
+# filesystem of the disk-pressure test; python3-prometheus-client: the
 # Prometheus text parser the metrics endpoints' tests check their output with.
-PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static
+PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static e2fsprogs
   gcc libc6-dev iproute2 clang libbpf-dev bpftool openssl python3-prometheus-client)
 
 missing_packages() {

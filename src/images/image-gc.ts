@@ -41,6 +41,7 @@ export class ImageGCError extends KubeletError {
 }
 
 interface ImageRecord {
+  /** -Infinity: already there at start-up, first seen at an unknown time in the past. */
   firstDetected: number;
   /** 0: never seen in use. */
   lastUsed: number;
@@ -59,6 +60,26 @@ export interface ImageGCManagerOptions {
   registry?: Registry;
   /** Node event (FreeDiskSpaceFailed, InvalidDiskCapacity). */
   recordEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /**
+   * The runtime's pod sandbox image, always in use (upstream's --pod-infra-container-image):
+   * no container names it, and a runtime that does not report it pinned would lose it.
+   */
+  sandboxImage?: () => Promise<string | undefined>;
+}
+
+/**
+ * The sandbox image a runtime says it uses: containerd's CRI puts its plugin configuration in
+ * the verbose Status info (`config.sandboxImage`); undefined for a runtime that does not.
+ */
+export async function runtimeSandboxImage(cri: { status(verbose?: boolean): Promise<{ info: Record<string, string> }> }): Promise<string | undefined> {
+  const config = (await cri.status(true)).info?.config;
+  if (!config) return undefined;
+  try {
+    const image = (JSON.parse(config) as { sandboxImage?: unknown }).sandboxImage;
+    return typeof image === 'string' && image !== '' ? image : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function validateImageGCPolicy(p: ImageGCPolicy): void {
@@ -72,10 +93,14 @@ export class ImageGCManager {
   readonly #records = new Map<string, ImageRecord>();
   readonly #collected?: Counter;
   #busy?: Promise<unknown>;
+  #sandbox?: string;
+  /** When GC began: imageMaximumGCAge counts from here at the earliest. */
+  #startedAt: number;
 
   constructor(opts: ImageGCManagerOptions) {
     validateImageGCPolicy(opts.policy);
     this.#o = opts;
+    this.#startedAt = opts.clock.now();
     this.#collected = opts.registry?.counter({
       name: 'kubelet_image_garbage_collected_total',
       help: 'Total number of images garbage collected by the kubelet, whether through disk usage or image age.',
@@ -83,11 +108,27 @@ export class ImageGCManager {
     });
   }
 
-  /** Refreshes the records; returns the ids of the images containers use. */
-  async detectImages(now = this.#o.clock.now()): Promise<Set<string>> {
-    const [images, containers] = await Promise.all([this.#o.runtime.listImages(), this.#o.runtime.listContainers()]);
+  /**
+   * The initial detection (upstream Start): images already on the node are recorded as first
+   * detected at an unknown time in the past, so imageMinimumGCAge does not hold them back when
+   * disk pressure comes soon after start-up.
+   */
+  start(): Promise<void> {
+    return this.#serial(async () => {
+      this.#startedAt = this.#o.clock.now();
+      await this.detectImages(this.#startedAt, true);
+    });
+  }
+
+  /** Refreshes the records; returns the ids of the images containers use. `initial`: new images date from the unknown past. */
+  async detectImages(now = this.#o.clock.now(), initial = false): Promise<Set<string>> {
+    const [images, containers, sandboxImage] = await Promise.all([
+      this.#o.runtime.listImages(),
+      this.#o.runtime.listContainers(),
+      this.#sandboxImage(),
+    ]);
     // A container names its image by id (image_ref) or by the reference it was created from.
-    const refs = new Set<string>();
+    const refs = new Set<string>(sandboxImage ? [sandboxImage] : []);
     for (const c of containers) {
       if (c.image_ref) refs.add(c.image_ref);
       if (c.image?.image) refs.add(c.image.image);
@@ -99,7 +140,7 @@ export class ImageGCManager {
       const names = [...img.repo_tags, ...img.repo_digests];
       let rec = this.#records.get(img.id);
       if (!rec) {
-        rec = { firstDetected: now, lastUsed: 0, size: 0n, pinned: false, names };
+        rec = { firstDetected: initial ? -Infinity : now, lastUsed: 0, size: 0n, pinned: false, names };
         this.#records.set(img.id, rec);
       }
       rec.size = BigInt(img.size || '0');
@@ -112,6 +153,17 @@ export class ImageGCManager {
     }
     for (const id of this.#records.keys()) if (!seen.has(id)) this.#records.delete(id);
     return inUse;
+  }
+
+  /** The sandbox image, asked once successfully (a runtime does not change it while it runs). */
+  async #sandboxImage(): Promise<string | undefined> {
+    if (this.#sandbox !== undefined || !this.#o.sandboxImage) return this.#sandbox;
+    try {
+      this.#sandbox = await this.#o.sandboxImage();
+    } catch (err) {
+      this.#o.log.warn('Image GC: could not learn the runtime\'s sandbox image', { err: (err as Error).message });
+    }
+    return this.#sandbox;
   }
 
   /** One GC pass (serialized with any other): the age limit, then the disk thresholds. */
@@ -144,8 +196,8 @@ export class ImageGCManager {
     const inUse = await this.detectImages(now);
     if (policy.maxAgeMs > 0) {
       for (const [id, rec] of this.#evictionOrder(inUse, now)) {
-        // an image never seen in use has been unused since it was first detected
-        if (now - Math.max(rec.lastUsed, rec.firstDetected) > policy.maxAgeMs) await this.#free(id, rec, 'age');
+        // an image never seen in use has been unused since it was first detected (or since GC began)
+        if (now - Math.max(rec.lastUsed, rec.firstDetected, this.#startedAt) > policy.maxAgeMs) await this.#free(id, rec, 'age');
       }
     }
     const fs = await this.#o.imageFsStats();
@@ -177,7 +229,8 @@ export class ImageGCManager {
       if (now - rec.firstDetected < this.#o.policy.minAgeMs) continue;
       out.push([id, rec]);
     }
-    return out.sort(([, a], [, b]) => a.lastUsed - b.lastUsed || a.firstDetected - b.firstDetected);
+    const cmp = (x: number, y: number): number => (x === y ? 0 : x < y ? -1 : 1);
+    return out.sort(([, a], [, b]) => cmp(a.lastUsed, b.lastUsed) || cmp(a.firstDetected, b.firstDetected));
   }
 
   async #freeSpace(bytes: bigint, now: number, inUse: Set<string>, reason: 'space' | 'age'): Promise<bigint> {

@@ -12,7 +12,7 @@ import type { EvictionManager } from '../eviction/eviction-manager.js';
 import { createMemoryNotifier } from '../eviction/memory-notifier.js';
 import { garbageCollectContainers, type ContainerGCOptions } from '../gc/container-gc.js';
 import { criContainerGCRuntime, startGarbageCollection } from '../gc/node-gc.js';
-import { ImageGCManager } from '../images/image-gc.js';
+import { ImageGCManager, runtimeSandboxImage } from '../images/image-gc.js';
 import { loadOomNative } from '../oom/oom-watcher.js';
 import type { CriClient } from '../runtime/cri-client.js';
 import type { Summary } from '../stats/summary.js';
@@ -69,6 +69,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     log,
     registry: kubelet.metrics,
     recordEvent: (type, reason, message) => kubelet.events.record(`Node ${kubelet.nodeName}`, type, reason, message),
+    sandboxImage: () => runtimeSandboxImage(cri),
   });
   const containerGC: ContainerGCOptions = {
     runtime: criContainerGCRuntime({
@@ -106,6 +107,8 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     eviction,
     imageGC,
     start: () => {
+      // first, so that eviction's image reclaim finds the images of before the start already aged
+      imageGC.start().catch((err: unknown) => log.warn('Image GC: initial image detection failed', { err: (err as Error).message }));
       eviction.start();
       gc ??= startGarbageCollection({ clock, log, containerGC, imageGC });
     },

@@ -205,6 +205,10 @@ export class PodSyncer {
       const ns = fresh.namespace || pod.metadata.namespace || '';
       const name = fresh.name || pod.metadata.name || '';
       await rm(buildPodLogsDirectory(this.opts.podLogsDir, ns, name, uid), { recursive: true, force: true });
+    } else {
+      // still wanted (an evicted or finished pod): its volumes go, its directory and logs stay
+      await this.opts.volumes?.tearDownPodVolumes(uid).catch((err: unknown) =>
+        this.opts.log.warn('Failed to tear down the volumes of a terminated pod', { pod: podFullName(pod), podUID: uid, err: (err as Error).message }));
     }
     // Remove the pod cgroup wherever it is (the QoS class may be unknown for an orphan).
     for (const [cgUID, name] of await cgroups.listPodCgroups()) {

@@ -152,6 +152,24 @@ export class VolumeManager {
   }
 
   /**
+   * Tears down the volumes of a pod that has terminated but is still wanted (upstream: the
+   * desired state drops a terminated pod's volumes and emptyDir's TearDown removes its
+   * directory), so that an evicted or finished pod stops holding the disk: mounts undone, then
+   * `volumes/` removed without crossing into another filesystem. The pod directory stays.
+   */
+  async tearDownPodVolumes(uid: string): Promise<void> {
+    await this.unmountPod(uid);
+    const dir = posix.join(podDir(this.opts.rootDir, uid), 'volumes');
+    try {
+      await removeOneFilesystem(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return;
+    }
+    this.opts.log.info('Tore down the volumes of a terminated pod', { podUID: uid, path: dir });
+  }
+
+  /**
    * The actual state as it is on disk (upstream's reconstruction after a restart): every
    * `<rootDir>/pods/<uid>/volumes/<plugin>/<name>`, and whether a tmpfs is mounted there.
    * Symlinked pod or plugin directories are not followed.

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ImageGCManager, ImageGCError, type ImageGCPolicy } from '../../src/images/image-gc.js';
+import { ImageGCManager, ImageGCError, runtimeSandboxImage, type ImageGCPolicy } from '../../src/images/image-gc.js';
 import { Registry } from '../../src/metrics/registry.js';
 import type { Container, Image } from '../../src/runtime/cri-types.js';
 import { FakeClock } from '../../src/util/clock.js';
@@ -28,7 +28,7 @@ class Runtime {
   }
 }
 
-function setup(policy: Partial<ImageGCPolicy> = {}) {
+function setup(policy: Partial<ImageGCPolicy> = {}, sandboxImage?: () => Promise<string | undefined>) {
   const rt = new Runtime();
   const clock = new FakeClock();
   const registry = new Registry();
@@ -39,6 +39,7 @@ function setup(policy: Partial<ImageGCPolicy> = {}) {
     imageFsStats: async () => ({ ...fs, availableBytes: fs.availableBytes + rt.removed.reduce((n, id) => n + (sizes.get(id) ?? 0n), 0n) }),
     policy: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 2 * MIN, maxAgeMs: 0, ...policy },
     recordEvent: (type, reason, message) => void events.push(`${type} ${reason} ${message}`),
+    sandboxImage,
   });
   const sizes = new Map<string, bigint>();
   const add = (img: Image) => { rt.images.push(img); sizes.set(img.id, BigInt(img.size)); };
@@ -110,6 +111,49 @@ describe('image GC', () => {
     clock.step(2 * MIN);
     assert.equal(await gc.deleteUnusedImages(), 20n);
     assert.deepEqual(rt.removed.sort(), ['a', 'b']);
+  });
+
+  it('start: images already there count as detected in the unknown past, so eviction reclaim may take them at once', async () => {
+    const { rt, gc, add, clock } = setup();
+    add(image('before', 10));
+    add(image('in-use', 10));
+    rt.containers = [container('in-use')];
+    await gc.start();
+    add(image('after', 10)); // pulled after the start: imageMinimumGCAge holds it back
+    clock.step(1000);
+    assert.equal(await gc.deleteUnusedImages(), 10n);
+    assert.deepEqual(rt.removed, ['before']);
+  });
+
+  it('start: imageMaximumGCAge counts from the start for the images already there', async () => {
+    const { rt, gc, add, clock } = setup({ maxAgeMs: 10 * MIN });
+    add(image('before', 10));
+    await gc.start();
+    clock.step(10 * MIN);
+    await gc.garbageCollect();
+    assert.deepEqual(rt.removed, []);
+    clock.step(1);
+    await gc.garbageCollect();
+    assert.deepEqual(rt.removed, ['before']);
+  });
+
+  it('never removes the runtime\'s sandbox image, which no container names and the runtime may not pin', async () => {
+    let asked = 0;
+    const { rt, gc, add, clock } = setup({}, async () => (asked++, 'registry.local/pause:3.9'));
+    add(image('sha256:pause', 10, 'registry.local/pause:3.9'));
+    add(image('sha256:other', 10));
+    await gc.start();
+    clock.step(3 * MIN);
+    assert.equal(await gc.deleteUnusedImages(), 10n);
+    assert.deepEqual(rt.removed, ['sha256:other']);
+    assert.equal(asked, 1, 'asked the runtime once');
+  });
+
+  it('runtimeSandboxImage reads containerd\'s CRI config from the verbose Status, else nothing', async () => {
+    const status = (info: Record<string, string>) => ({ status: async () => ({ info }) });
+    assert.equal(await runtimeSandboxImage(status({ config: JSON.stringify({ sandboxImage: 'registry.k8s.io/pause:3.9', other: 1 }) })), 'registry.k8s.io/pause:3.9');
+    assert.equal(await runtimeSandboxImage(status({})), undefined);
+    assert.equal(await runtimeSandboxImage(status({ config: '{not json' })), undefined);
   });
 
   it('refuses a low threshold above the high one', () => {

@@ -2,7 +2,7 @@
 // and no runtime work when they fail, and mounts undone before the pod directory goes.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -101,5 +101,18 @@ describe('pod sync with volumes', () => {
     await syncer.syncTerminatedPod(p, emptyStatus('u3', 'p-u3'), true);
     assert.deepEqual(mounter.unmounted, [shm]);
     await assert.rejects(stat(join(root, 'pods', 'u3')));
+  });
+
+  it('a terminated pod still wanted (evicted, finished) loses its volumes, emptyDir data included, and keeps its directory', async () => {
+    const { syncer, mounter } = setup();
+    const p = pod('u4', [{ name: 'scratch', emptyDir: {} }, { name: 'shm', emptyDir: { medium: 'Memory' } }]);
+    await syncer.syncPod(p, emptyStatus('u4', 'p-u4'));
+    const volumes = join(root, 'pods', 'u4', 'volumes');
+    const scratch = join(volumes, 'kubernetes.io~empty-dir', 'scratch');
+    await writeFile(join(scratch, 'fill'), Buffer.alloc(4096));
+    await syncer.syncTerminatedPod(p, emptyStatus('u4', 'p-u4'), false);
+    assert.deepEqual(mounter.unmounted, [join(volumes, 'kubernetes.io~empty-dir', 'shm')]);
+    await assert.rejects(stat(volumes), /ENOENT/);
+    assert.ok((await stat(join(root, 'pods', 'u4'))).isDirectory());
   });
 });
