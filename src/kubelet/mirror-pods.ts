@@ -117,8 +117,8 @@ export class MirrorPods {
       },
       spec: structuredClone(pod.spec),
     };
-    const owner = await this.nodeOwner();
-    if (owner) body.metadata.ownerReferences = [owner];
+    // upstream: no mirror pod without its Node as the owner; housekeeping tries again
+    body.metadata.ownerReferences = [await this.nodeOwner()];
     const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/pods`;
     try {
       this.o.log.info('Creating a mirror pod for static pod', { pod: podFullName(pod) });
@@ -150,17 +150,18 @@ export class MirrorPods {
     if (this.mirrors.get(podFullName(m)) === m) this.mirrors.delete(podFullName(m));
   }
 
-  /** The Node as the mirror pods' owner (upstream requires it; without a Node yet, none is set). */
-  private async nodeOwner(): Promise<OwnerReference | undefined> {
+  /** The Node as the mirror pods' owner; upstream creates no mirror pod without it. */
+  private async nodeOwner(): Promise<OwnerReference> {
     if (!this.nodeUID) {
+      let node: { metadata?: { uid?: string } } | undefined;
       try {
-        const node = await this.o.client.get<{ metadata?: { uid?: string } }>(`/api/v1/nodes/${encodeURIComponent(this.o.nodeName)}`, { timeoutMs: MIRROR_CALL_TIMEOUT_MS, maxRetries: 0 });
-        this.nodeUID = node?.metadata?.uid;
+        node = await this.o.client.get<{ metadata?: { uid?: string } }>(`/api/v1/nodes/${encodeURIComponent(this.o.nodeName)}`, { timeoutMs: MIRROR_CALL_TIMEOUT_MS, maxRetries: 0 });
       } catch (err) {
-        this.o.log.v(2).info('Node not found; mirror pod created without an owner', { node: this.o.nodeName, err: errorMessage(err) });
-        return undefined;
+        throw new Error(`failed to get node UID: ${errorMessage(err)}`, { cause: err });
       }
+      if (!node?.metadata?.uid) throw new Error(`failed to get node UID: UID unset for node ${this.o.nodeName}`);
+      this.nodeUID = node.metadata.uid;
     }
-    return this.nodeUID ? { apiVersion: 'v1', kind: 'Node', name: this.o.nodeName, uid: this.nodeUID, controller: false } : undefined;
+    return { apiVersion: 'v1', kind: 'Node', name: this.o.nodeName, uid: this.nodeUID, controller: false };
   }
 }

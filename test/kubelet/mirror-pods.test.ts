@@ -40,6 +40,7 @@ describe('mirror pods (test API server)', () => {
     client = new RestClient({ source: 'test', server: api.url, insecureSkipTLSVerify: false, token: TOKEN }, { clock, qps: 0 });
     statics = [staticPod('h1')];
     mp = new MirrorPods({ client, nodeName: 'n1', log: quietLogger(), staticPods: () => statics });
+    api.create('nodes', undefined, { metadata: { name: 'n1' } });
   });
 
   afterEach(async () => {
@@ -48,7 +49,6 @@ describe('mirror pods (test API server)', () => {
   });
 
   it('creates the mirror pod with the static pod\'s hash, and sends nothing more while it matches', async () => {
-    api.create('nodes', undefined, { metadata: { name: 'n1' } });
     await mp.reconcile();
     const m = mirror()!;
     assert.equal(m.metadata.annotations!['kubernetes.io/config.mirror'], 'h1');
@@ -62,6 +62,16 @@ describe('mirror pods (test API server)', () => {
     await mp.reconcile();
     await mp.reconcile();
     assert.equal(writes(), before);
+  });
+
+  it('creates no mirror pod before its Node exists (upstream: the Node is its owner), and creates it once the Node is there', async () => {
+    api.registry.delete(api.resource('nodes'), undefined, 'n1', { gracePeriodSeconds: 0 });
+    await mp.reconcile();
+    assert.equal(mirror(), undefined);
+    assert.equal(api.requests.filter((r) => r.method === 'POST').length, 0);
+    const node = api.create('nodes', undefined, { metadata: { name: 'n1' } }) as { metadata: { uid: string } };
+    await mp.reconcile();
+    assert.deepEqual(mirror()?.metadata.ownerReferences?.map((o) => [o.kind, o.name, o.uid]), [['Node', 'n1', node.metadata.uid]]);
   });
 
   it('a mirror pod deleted by a user (graceful) is deleted at once and created again', async () => {
