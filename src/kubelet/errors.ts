@@ -22,3 +22,10 @@ export class KubeletStartError extends KubeletError {
     super('ERR_KUBELET_START', `${what}: ${options?.cause instanceof Error ? options.cause.message : String(options?.cause ?? 'failed')}`, options);
   }
 }
+
+/** A mirror pod could not be made for a static pod (its Node, its owner, is not readable yet). Names the node. */
+export class MirrorPodError extends KubeletError {
+  constructor(readonly node: string, message: string, options?: { cause?: unknown }) {
+    super('ERR_MIRROR_POD', message, options);
+  }
+}

@@ -5,6 +5,7 @@
 // Deletes carry grace 0 and the mirror's UID as a precondition. Nothing is sent while the API
 // already matches.
 
+import { MirrorPodError } from './errors.js';
 import type { OwnerReference, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../client/errors.js';
@@ -157,9 +158,9 @@ export class MirrorPods {
       try {
         node = await this.o.client.get<{ metadata?: { uid?: string } }>(`/api/v1/nodes/${encodeURIComponent(this.o.nodeName)}`, { timeoutMs: MIRROR_CALL_TIMEOUT_MS, maxRetries: 0 });
       } catch (err) {
-        throw new Error(`failed to get node UID: ${errorMessage(err)}`, { cause: err });
+        throw new MirrorPodError(this.o.nodeName, `failed to get node UID: ${errorMessage(err)}`, { cause: err });
       }
-      if (!node?.metadata?.uid) throw new Error(`failed to get node UID: UID unset for node ${this.o.nodeName}`);
+      if (!node?.metadata?.uid) throw new MirrorPodError(this.o.nodeName, `failed to get node UID: UID unset for node ${this.o.nodeName}`);
       this.nodeUID = node.metadata.uid;
     }
     return { apiVersion: 'v1', kind: 'Node', name: this.o.nodeName, uid: this.nodeUID, controller: false };
