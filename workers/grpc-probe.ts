@@ -96,6 +96,8 @@ const PRIORITY = 0x20;
 const MAX_FRAME = 16384;
 /** The most of a response body kept: a health answer is a few bytes, and the default window bounds it anyway. */
 const MAX_BODY = 65535;
+/** The most bytes of one header block (HEADERS and its CONTINUATIONs): a flood of CONTINUATION frames fails the probe. */
+const MAX_HEADER_BLOCK = 64 * 1024;
 /** Names of HTTP/2 error codes as Node's client reports them in a stream error. */
 const H2_ERRORS = ['NO_ERROR', 'PROTOCOL_ERROR', 'INTERNAL_ERROR', 'FLOW_CONTROL_ERROR', 'SETTINGS_TIMEOUT', 'STREAM_CLOSED', 'FRAME_SIZE_ERROR', 'REFUSED_STREAM', 'CANCEL', 'COMPRESSION_ERROR', 'CONNECT_ERROR', 'ENHANCE_YOUR_CALM', 'INADEQUATE_SECURITY', 'HTTP_1_1_REQUIRED'];
 
@@ -168,7 +170,7 @@ export class H2cCall {
   private sawSettings = false;
   private readonly hpack = new HpackDecoder();
   /** A header block being gathered (HEADERS then CONTINUATION). */
-  private block?: { parts: Buffer[]; endStream: boolean };
+  private block?: { parts: Buffer[]; size: number; endStream: boolean };
   private head?: Map<string, string>;
   private trailers?: Map<string, string>;
   private readonly body: Buffer[] = [];
@@ -239,13 +241,15 @@ export class H2cCall {
           if (p.length < 5) throw new H2Error('Protocol error: malformed HEADERS');
           p = p.subarray(5);
         }
-        this.block = { parts: [p], endStream: (flags & END_STREAM) !== 0 };
+        this.block = { parts: [p], size: p.length, endStream: (flags & END_STREAM) !== 0 };
         if (flags & END_HEADERS) this.endBlock();
         return;
       }
       case CONTINUATION:
         if (!this.block) throw new H2Error('Protocol error: CONTINUATION without HEADERS');
         this.block.parts.push(payload);
+        this.block.size += payload.length;
+        if (this.block.size > MAX_HEADER_BLOCK) throw new H2Error(`header block over ${MAX_HEADER_BLOCK} bytes`);
         if (flags & END_HEADERS) this.endBlock();
         return;
       case DATA: {

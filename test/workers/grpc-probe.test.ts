@@ -135,6 +135,7 @@ test('grpc probe (lean h2c): malformed and hostile answers fail at once with the
     ['push promise', Buffer.concat([SETTINGS, frame(5, 4, 1, [0, 0, 0, 2, 0x82])]), /PUSH_PROMISE/],
     ['RST_STREAM', Buffer.concat([SETTINGS, frame(3, 0, 1, [0, 0, 0, 7])]), /^error: health rpc probe failed: Stream closed with error code NGHTTP2_REFUSED_STREAM$/],
     ['GOAWAY with an error', Buffer.concat([SETTINGS, frame(7, 0, 0, [0, 0, 0, 0, 0, 0, 0, 1])]), /^error: health rpc probe failed: Session closed with error code 1$/],
+    ['CONTINUATION flood', Buffer.concat([SETTINGS, frame(1, 0, 1, [0x88]), ...Array.from({ length: 5 }, () => frame(9, 0, 1, Buffer.alloc(16000)))]), /header block over 65536 bytes/],
     ['malformed SETTINGS', frame(4, 0, 0, [1, 2, 3]), /malformed SETTINGS/],
   ];
   for (const [name, answer, want] of cases) {
