@@ -114,15 +114,15 @@ export async function execCase(n: number, seconds: number): Promise<object[] | u
     await sleep(1000);
     const statuses = new Map(made.map((m) => [m.pod.metadata.uid!, runningStatus(m.pod, [m.containerId])]));
     const runner = countingRunner(createProbeRunner({ cri }));
-    const jitter: number[] = [];
     const manager = new ProbeManager({
       clock: realClock, log: silentLog, runner, podStatus: (uid) => statuses.get(uid), recordEvent: () => {},
-      onProbeStart: (_t, late) => { if (runner.counting) jitter.push(late); },
+      onProbeStart: (_t, late) => runner.onProbeStart(late),
     });
     for (const m of made) manager.addPod(m.pod);
     await sleep(2000);
     const eld = monitorEventLoopDelay({ resolution: 5 });
-    runner.counting = true;
+    runner.windowStart = Date.now();
+  runner.counting = true;
     const start = performance.now();
     const cpu0 = process.cpuUsage();
     const rt0 = runtimeCpuSeconds();
@@ -140,7 +140,7 @@ export async function execCase(n: number, seconds: number): Promise<object[] | u
     const kubeletMs = ((cpu.user + cpu.system) / 1e3) / Math.max(1, done);
     const runtimeMs = (runtimeS * 1e3) / Math.max(1, done);
     const r = {
-      rate: started / wall, completed: done / wall, p50: percentile(jitter, 50), p99: percentile(jitter, 99), eld: eld.percentile(99) / 1e6,
+      rate: started / wall, completed: done / wall, p50: percentile(runner.jitter, 50), p99: percentile(runner.jitter, 99), eld: eld.percentile(99) / 1e6,
       kubeletCores: (cpu.user + cpu.system) / 1e6 / wall, runtimeCores: runtimeS / wall,
     };
     console.log(`exec: pods=${n} (busybox, exec readiness probe \`cat /tmp/healthy\` at 1 s) seconds=${seconds} load: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);

@@ -62,23 +62,33 @@ export function runningStatus(pod: Pod, ids?: string[]): PodStatus {
 
 export const silentLog: Logger = { info() {}, warn() {}, error() {}, v: () => ({ info() {} }), with: () => silentLog } as unknown as Logger;
 
-/** A runner that counts probes started and completed while `counting` is set. */
-export function countingRunner(inner: ProbeRunner): ProbeRunner & { counting: boolean; started: number; ok: number; failed: number } {
+/**
+ * A runner that counts, while `counting` is set, probes completed, and (through `onProbeStart`)
+ * probes started whose schedule slot lies in the window: a probe scheduled before the window and
+ * started late in it is the last window's, so the rate cannot exceed the schedule. `jitter` holds
+ * the lateness of every start in the window.
+ */
+export function countingRunner(inner: ProbeRunner): ProbeRunner & { counting: boolean; windowStart: number; started: number; ok: number; failed: number; jitter: number[]; onProbeStart(late: number): void } {
   const c = {
     counting: false,
+    /** Date.now() when counting began (the prober's clock). */
+    windowStart: 0,
     started: 0,
     ok: 0,
     failed: 0,
-    run: (r: Parameters<ProbeRunner['run']>[0]) => {
-      if (c.counting) c.started++;
-      return inner.run(r).then((o) => {
-        if (c.counting) {
-          if (o.result === 'success') c.ok++;
-          else c.failed++;
-        }
-        return o;
-      });
+    jitter: [] as number[],
+    onProbeStart(late: number): void {
+      if (!c.counting) return;
+      c.jitter.push(late);
+      if (Date.now() - late >= c.windowStart) c.started++;
     },
+    run: (r: Parameters<ProbeRunner['run']>[0]) => inner.run(r).then((o) => {
+      if (c.counting) {
+        if (o.result === 'success') c.ok++;
+        else c.failed++;
+      }
+      return o;
+    }),
     close: () => inner.close(),
   };
   return c;
