@@ -63,24 +63,26 @@ export function runningStatus(pod: Pod, ids?: string[]): PodStatus {
 export const silentLog: Logger = { info() {}, warn() {}, error() {}, v: () => ({ info() {} }), with: () => silentLog } as unknown as Logger;
 
 /**
- * A runner that counts, while `counting` is set, probes completed, and (through `onProbeStart`)
- * probes started whose schedule slot lies in the window: a probe scheduled before the window and
- * started late in it is the last window's, so the rate cannot exceed the schedule. `jitter` holds
- * the lateness of every start in the window.
+ * A runner that counts, while `counting` is set, probes completed and the lateness of every
+ * start (jitter); and (through `onProbeStart`) the schedule slots of the window
+ * [windowStart, windowStart + windowMs) that got a probe started, late ones included, so the
+ * achieved rate is slots run / window length: the schedule's rate when every slot ran, never more.
  */
-export function countingRunner(inner: ProbeRunner): ProbeRunner & { counting: boolean; windowStart: number; started: number; ok: number; failed: number; jitter: number[]; onProbeStart(late: number): void } {
+export function countingRunner(inner: ProbeRunner): ProbeRunner & { counting: boolean; windowStart: number; windowMs: number; started: number; ok: number; failed: number; jitter: number[]; onProbeStart(late: number): void } {
   const c = {
     counting: false,
-    /** Date.now() when counting began (the prober's clock). */
+    /** Date.now() when counting began (the prober's clock), and the window's length. */
     windowStart: 0,
+    windowMs: 0,
     started: 0,
     ok: 0,
     failed: 0,
     jitter: [] as number[],
     onProbeStart(late: number): void {
-      if (!c.counting) return;
-      c.jitter.push(late);
-      if (Date.now() - late >= c.windowStart) c.started++;
+      const now = Date.now();
+      const slot = now - late;
+      if (slot >= c.windowStart && slot < c.windowStart + c.windowMs) c.started++;
+      if (c.counting) c.jitter.push(late);
     },
     run: (r: Parameters<ProbeRunner['run']>[0]) => inner.run(r).then((o) => {
       if (c.counting) {
