@@ -5,8 +5,11 @@
 
 import * as https from 'node:https';
 import * as net from 'node:net';
-import * as http2 from 'node:http2';
+import { hostPort, reset } from './sockets.js';
+import { grpcProbe } from './grpc-probe.js';
 import type { MessagePort } from 'node:worker_threads';
+
+export { grpcProbe } from './grpc-probe.js';
 
 /** The request shapes mirror src/prober/types.ts (kept structural: a worker imports nothing from src). */
 export interface HttpProbeRequest { kind: 'http'; scheme: 'HTTP' | 'HTTPS'; host: string; port: number; path: string; headers: [string, string][]; timeoutMs: number }
@@ -19,30 +22,6 @@ export interface ProbeOutcome { result: 'success' | 'warning' | 'failure' | 'unk
 export const MAX_RESPONSE_BODY = 10 * 1024;
 /** upstream (net/http): the most redirects followed. */
 export const MAX_REDIRECTS = 10;
-
-const hostPort = (host: string, port: number): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
-
-/**
- * Closes with RST so the socket skips TIME_WAIT. A socket already shutting down (the peer
- * closed first, as busybox httpd does, and Node answered its FIN) cannot be reset: Node would
- * then drop the handle without closing it, leaking the descriptor and leaving a worker thread
- * that never finishes terminating (process.exit hangs). It is closed plainly; the TIME_WAIT is
- * the peer's, which closed first.
- */
-function reset(sock: net.Socket | null | undefined): void {
-  if (!sock || sock.destroyed) return;
-  sock.on('error', () => {});
-  if (sock.writableEnded || sock.readyState === 'opening' || typeof sock.resetAndDestroy !== 'function') {
-    sock.destroy();
-    return;
-  }
-  try {
-    sock.resetAndDestroy();
-  } catch {
-    // not a TCP handle (TLS): a plain close
-    sock.destroy();
-  }
-}
 
 interface HttpAnswer { status: number; body: string; location?: string }
 
@@ -276,128 +255,6 @@ export function tcpProbe(r: TcpProbeRequest): Promise<ProbeOutcome> {
       const what = err.code === 'ECONNREFUSED' ? 'connect: connection refused' : err.message;
       resolve({ result: 'failure', output: `dial tcp ${addr}: ${what}` });
     });
-  });
-}
-
-// grpc.health.v1 messages by hand: HealthCheckRequest{string service = 1}, HealthCheckResponse{ServingStatus status = 1}.
-const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
-
-export function encodeHealthCheckRequest(service: string): Buffer {
-  const s = Buffer.from(service, 'utf8');
-  if (s.length === 0) return Buffer.alloc(0);
-  const len: number[] = [];
-  let n = s.length;
-  while (n > 0x7f) { len.push((n & 0x7f) | 0x80); n >>>= 7; }
-  len.push(n);
-  return Buffer.concat([Buffer.from([0x0a, ...len]), s]);
-}
-
-export function decodeHealthCheckResponse(b: Buffer): number {
-  let i = 0;
-  let status = 0;
-  while (i < b.length) {
-    const tag = b[i++]!;
-    const wire = tag & 7;
-    let v = 0;
-    let shift = 0;
-    if (wire === 0) {
-      for (;;) { const x = b[i++]!; v += (x & 0x7f) * 2 ** shift; shift += 7; if (!(x & 0x80) || i >= b.length) break; }
-      if (tag >> 3 === 1) status = v;
-    } else if (wire === 2) {
-      for (;;) { const x = b[i++]!; v += (x & 0x7f) * 2 ** shift; shift += 7; if (!(x & 0x80) || i >= b.length) break; }
-      i += v;
-    } else break;
-  }
-  return status;
-}
-
-/** gRPC status codes the probe names (google.golang.org/grpc/codes). */
-const GRPC_CODES = ['OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied', 'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated'];
-const UNIMPLEMENTED = 12;
-const DEADLINE_EXCEEDED = 4;
-
-function grpcMessage(v: unknown): string {
-  if (typeof v !== 'string') return '';
-  try { return decodeURIComponent(v); } catch { return v; }
-}
-
-/**
- * upstream grpc probe: grpc.health.v1.Health/Check on the service; SERVING is success. One
- * unary call on HTTP/2 over a connection of its own, which this side resets when done: a
- * gRPC client's graceful close sends the first FIN and leaves the socket in TIME_WAIT.
- */
-export function grpcProbe(r: GrpcProbeRequest): Promise<ProbeOutcome> {
-  const addr = hostPort(r.host, r.port);
-  const secs = `${r.timeoutMs / 1000}s`;
-  return new Promise<ProbeOutcome>((resolve) => {
-    let settled = false;
-    let connected = false;
-    let sock: net.Socket | undefined;
-    const finish = (o: ProbeOutcome): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      reset(sock);
-      session.destroy();
-      resolve(o);
-    };
-    const timer = setTimeout(() => finish({
-      result: 'failure',
-      output: connected ? `timeout: health rpc did not complete within ${secs}` : `timeout: failed to connect service "${addr}" within ${secs}`,
-    }), r.timeoutMs);
-    const session = http2.connect(`http://${addr}`, {
-      createConnection: () => {
-        sock = net.connect({ host: r.host, port: r.port });
-        sock.setNoDelay(true);
-        sock.once('connect', () => { connected = true; });
-        return sock;
-      },
-      settings: { enablePush: false },
-    });
-    const failed = (err: Error): void => {
-      if (connected) return finish({ result: 'failure', output: `error: health rpc probe failed: ${err.message}` });
-      // the stream fails first, naming the connect error as its cause
-      const cause = (err as { cause?: Error }).cause ?? err;
-      finish({ result: 'failure', output: `error: failed to connect service at "${addr}": ${cause.message}` });
-    };
-    session.on('error', failed);
-    const msg = encodeHealthCheckRequest(r.service);
-    const frame = Buffer.alloc(5 + msg.length);
-    frame.writeUInt32BE(msg.length, 1);
-    msg.copy(frame, 5);
-    const call = session.request({
-      ':method': 'POST',
-      ':path': '/grpc.health.v1.Health/Check',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': `${Math.max(1, Math.ceil(r.timeoutMs))}m`,
-    });
-    let head: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    call.on('response', (h) => { head = h; });
-    call.on('trailers', (t) => { trailers = t; });
-    call.on('data', (c: Buffer) => chunks.push(c));
-    call.on('error', failed);
-    call.on('end', () => {
-      const httpStatus = Number(head[':status'] ?? 0);
-      // A trailers-only answer carries grpc-status in the headers.
-      const st = trailers['grpc-status'] ?? head['grpc-status'];
-      if (st === undefined) {
-        return finish({ result: 'failure', output: `error: health rpc probe failed: rpc error: code = Unknown desc = unexpected HTTP status code ${httpStatus} with no grpc-status` });
-      }
-      const code = Number(st);
-      const desc = grpcMessage(trailers['grpc-message'] ?? head['grpc-message']);
-      if (code === UNIMPLEMENTED) return finish({ result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${desc}` });
-      if (code === DEADLINE_EXCEEDED) return finish({ result: 'failure', output: `timeout: health rpc did not complete within ${secs}` });
-      if (code !== 0) return finish({ result: 'failure', output: `error: health rpc probe failed: rpc error: code = ${GRPC_CODES[code] ?? `Code(${code})`} desc = ${desc}` });
-      const body = Buffer.concat(chunks);
-      const len = body.length >= 5 ? body.readUInt32BE(1) : 0;
-      const status = decodeHealthCheckResponse(body.subarray(5, 5 + len));
-      if (status !== 1) return finish({ result: 'failure', output: `service unhealthy (responded with "${SERVING_STATUS[status] ?? status}")` });
-      finish({ result: 'success', output: 'service is serving' });
-    });
-    call.end(frame);
   });
 }
 
