@@ -81,6 +81,8 @@ export class Http2Unary {
   readonly #opts: Http2UnaryOptions;
   #session?: http2.ClientHttp2Session;
   #closed = false;
+  /** Calls in flight per connection: a connection keeps the process alive only while it has some. */
+  readonly #inFlight = new Map<http2.ClientHttp2Session, number>();
 
   constructor(opts: Http2UnaryOptions) {
     this.#socketPath = criEndpointToTarget(opts.runtimeEndpoint).slice('unix://'.length);
@@ -129,8 +131,10 @@ export class Http2Unary {
         return;
       }
       let stream: http2.ClientHttp2Stream;
+      let session: http2.ClientHttp2Session;
       try {
-        stream = this.#connect().request(
+        session = this.#connect();
+        stream = session.request(
           {
             [HTTP2_HEADER_METHOD]: 'POST',
             [HTTP2_HEADER_PATH]: path,
@@ -144,6 +148,9 @@ export class Http2Unary {
         reject({ code: GrpcStatus.UNAVAILABLE, details: (err as Error).message } satisfies UnaryStatus);
         return;
       }
+      const open = this.#inFlight.get(session) ?? 0;
+      this.#inFlight.set(session, open + 1);
+      if (open === 0) session.ref();
       const max = this.#opts.maxMessageBytes;
       const chunks: Buffer[] = [];
       let received = 0;
@@ -178,6 +185,12 @@ export class Http2Unary {
         failure ??= { code: GrpcStatus.UNAVAILABLE, details: err.message };
       });
       stream.on('close', () => {
+        const left = (this.#inFlight.get(session) ?? 1) - 1;
+        if (left > 0) this.#inFlight.set(session, left);
+        else {
+          this.#inFlight.delete(session);
+          session.unref();
+        }
         if (failure) return reject(failure);
         if (httpStatus !== 200 && grpc === undefined) {
           return reject({ code: httpStatus ? httpToGrpc(httpStatus) : GrpcStatus.UNAVAILABLE, details: httpStatus ? `Received HTTP status code ${httpStatus}` : `stream closed (code ${stream.rstCode})` });

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -174,4 +175,33 @@ test('grpc-timeout takes at most 8 digits, in the coarsest unit needed', () => {
   assert.equal(grpcTimeout(99_999_999), '99999999m');
   assert.equal(grpcTimeout(100_000_000), '100000S');
   assert.equal(grpcTimeout(1e14), '27777778H');
+});
+
+test('a call in flight keeps the process alive; an idle connection does not', async () => {
+  // the answer comes 300 ms after the request: a process with nothing else to do must wait for it
+  await withRawServer(
+    (s) => {
+      setTimeout(() => {
+        s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+        s.end(Buffer.from([0, 0, 0, 0, 2, 8, 1]));
+      }, 300);
+    },
+    async (endpoint) => {
+      const mod = new URL('../../src/pleg/unary.js', import.meta.url).href;
+      const code = `import { Http2Unary } from ${JSON.stringify(mod)};
+        const u = new Http2Unary({ runtimeEndpoint: ${JSON.stringify(endpoint)}, maxMessageBytes: 1024, flowControlWindow: 65535 });
+        const buf = await u.call('/x/Y', Buffer.alloc(0), 10000);
+        console.log('answer', buf.toString('hex'));`;
+      const out = await new Promise<{ stdout: string; code: number | null }>((resolve) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let stdout = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.on('exit', (c) => resolve({ stdout, code: c }));
+      });
+      // the child exits on its own after the answer (the idle connection holds nothing open)
+      assert.equal(out.code, 0);
+      assert.equal(out.stdout.trim(), 'answer 0801');
+    },
+  );
 });
