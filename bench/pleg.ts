@@ -11,13 +11,15 @@
 //     p50/p99 and the simulator's own share (event timestamp -> bytes written to the socket).
 //   - the first relist after a restart: a fresh PLEG wired as the kubelet wires it (createPLEG)
 //     against a runtime full of pods it has never seen; wall time, calls, CPU of both sides
-//     (target first_relist_s_18k). --first-relist-only runs just that case and merges it into
-//     the results file.
+//     (target first_relist_s_18k), status reads over node:http2 (the kubelet's path) and, runs
+//     alternating, over the grpc-js channel (the baseline, `-grpcjs`). --first-relist-only runs
+//     just that case (no containerd case) and merges it into the results file.
 // Then the same PLEG on real containerd with >= 100 pods (skipped, and said so, when not root
 // or the runtime cannot be brought up). Prints a table; writes bench/results/pleg.json.
 //   node --expose-gc dist/bench/pleg.js [--sizes=1000,5000,10000,18000] [--relists=5]
 //        [--evented-runs=5] [--no-window-compare] [--cpu-pairs=12] [--cpu-per-sample=3]
-//        [--real-pods=100] [--no-real] [--first-relist-only] [--first-relist-runs=3] [--out=FILE] [--no-write]
+//        [--real-pods=100] [--no-real] [--first-relist-only] [--first-relist-runs=3]
+//        [--no-first-relist-compare] [--out=FILE] [--no-write]
 
 import { fork, type ChildProcess } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
@@ -35,7 +37,7 @@ import { RuntimeManager, type RuntimeManagerOptions } from '../src/runtime/runti
 import { KUBERNETES_POD_NAMESPACE_LABEL } from '../src/runtime/labels.js';
 import { PodCache } from '../src/pleg/cache.js';
 import { createPLEG } from '../src/pleg/index.js';
-import { GenericPLEG, type RelistStats } from '../src/pleg/generic.js';
+import { GENERIC_STATUS_CONCURRENCY, GenericPLEG, type RelistStats } from '../src/pleg/generic.js';
 import { EventedPLEG } from '../src/pleg/evented.js';
 import { LeanCriLister, leanChannelOptions, type ContainerEventSource, type RelistSource } from '../src/pleg/relist-source.js';
 import { criEndpointToTarget } from '../src/runtime/cri-client.js';
@@ -67,6 +69,8 @@ interface Args {
   sizes: number[];
   firstRelistOnly: boolean;
   firstRelistRuns: number;
+  /** Also run the first relist with status reads on the grpc-js channel, alternating (the baseline). */
+  firstRelistCompare: boolean;
   relists: number;
   eventedRuns: number;
   cpuPairs: number;
@@ -83,6 +87,7 @@ function parseArgs(argv: string[]): Args {
     sizes: [1000, 5000, 10000, 18000],
     firstRelistOnly: false,
     firstRelistRuns: 3,
+    firstRelistCompare: true,
     relists: 5,
     eventedRuns: 5,
     cpuPairs: 12,
@@ -99,6 +104,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--relists') a.relists = Number(v);
     else if (k === '--first-relist-only') a.firstRelistOnly = true;
     else if (k === '--first-relist-runs') a.firstRelistRuns = Math.max(1, Number(v));
+    else if (k === '--no-first-relist-compare') a.firstRelistCompare = false;
     else if (k === '--evented-runs') a.eventedRuns = Math.max(1, Number(v));
     else if (k === '--cpu-pairs') a.cpuPairs = Math.max(1, Number(v));
     else if (k === '--cpu-per-sample') a.cpuPerSample = Math.max(1, Number(v));
@@ -446,20 +452,25 @@ interface FirstRelist {
   simStatusCalls: number;
 }
 
+type FirstRelistSample = { ms: number; listMs: number; podReads: number; containerReads: number; cpu: number; simCpu: number; simCalls: number };
+
 /**
  * The first relist after a restart: a fresh PLEG wired as the kubelet wires it (createPLEG: its
  * own lean channel for lists and statuses, default status concurrency) against a runtime full
  * of pods it has never seen, so every pod's status is read. Several fresh PLEGs in turn.
  */
-async function firstRelistCase(n: number, sim: SimProcess, runtime: RuntimeManager, runs: number, log: (l: string) => void): Promise<FirstRelist> {
-  const samples: Array<{ ms: number; listMs: number; podReads: number; containerReads: number; cpu: number; simCpu: number; simCalls: number }> = [];
+async function firstRelistCase(n: number, sim: SimProcess, runtime: RuntimeManager, runs: number, compare: boolean, log: (l: string) => void): Promise<FirstRelist[]> {
+  const transports: Array<'http2' | 'grpc-js'> = compare ? ['http2', 'grpc-js'] : ['http2'];
+  const byTransport = new Map<string, FirstRelistSample[]>(transports.map((t) => [t, []]));
   const statusCalls = (st: Record<string, unknown>): number => {
     const calls = st.calls as Record<string, number>;
     return (calls.ContainerStatus ?? 0) + (calls.PodSandboxStatus ?? 0) + (calls.ListContainers ?? 0) + (calls.ListPodSandbox ?? 0);
   };
-  for (let i = 0; i < runs; i++) {
+  const one = async (transport: 'http2' | 'grpc-js'): Promise<void> => {
+    const samples = byTransport.get(transport)!;
     gc?.();
     const p = createPLEG({
+      statusTransport: transport,
       runtimeEndpoint: sim.endpoint,
       timeoutMs: 120_000,
       runtime,
@@ -486,11 +497,19 @@ async function firstRelistCase(n: number, sim: SimProcess, runtime: RuntimeManag
       simCalls: statusCalls(s1) - statusCalls(s0),
     });
     p.close();
-    log(`#   first relist ${i + 1}/${runs}: ${Math.round(ms)} ms, kubelet cpu ${Math.round(samples.at(-1)!.cpu)} ms, simulator cpu ${Math.round(samples.at(-1)!.simCpu)} ms, ${samples.at(-1)!.simCalls} calls`);
+    log(`#   first relist ${samples.length}/${runs} (${transport}): ${Math.round(ms)} ms, kubelet cpu ${Math.round(samples.at(-1)!.cpu)} ms, simulator cpu ${Math.round(samples.at(-1)!.simCpu)} ms, ${samples.at(-1)!.simCalls} calls`);
+  };
+  for (let i = 0; i < runs; i++) {
+    // each transport first in every other run: what one leaves to the next falls on both alike
+    for (const transport of i % 2 ? [...transports].reverse() : transports) await one(transport);
   }
+  return transports.map((t) => firstRelistSummary(n, t, byTransport.get(t)!, runs));
+}
+
+function firstRelistSummary(n: number, transport: string, samples: FirstRelistSample[], runs: number): FirstRelist {
   const pick = (f: (s: (typeof samples)[number]) => number): number => median(samples.map(f));
   return {
-    name: `sim-${n}-first-relist`,
+    name: `sim-${n}-first-relist${transport === 'http2' ? '' : '-grpcjs'}`,
     containers: n,
     runs,
     ms: pick((s) => s.ms),
@@ -931,13 +950,13 @@ async function main(): Promise<number> {
         const sim = await startSim(n, dir);
         log(`# simulated runtime: ${sim.counts.containers} containers in ${sim.counts.sandboxes} pods`);
         const cri = new CriClient({ runtimeEndpoint: sim.endpoint, timeoutMs: 120_000 });
-        firsts.push(await firstRelistCase(n, sim, statusRuntime(cri, dir), args.firstRelistRuns, log));
+        firsts.push(...(await firstRelistCase(n, sim, statusRuntime(cri, dir), args.firstRelistRuns, args.firstRelistCompare, log)));
         cri.close();
         await sim.stop();
         continue;
       }
       const { cases: cs, sim, runtime, cri } = await simSize(n, args.relists, dir, log);
-      firsts.push(await firstRelistCase(n, sim, runtime, args.firstRelistRuns, log));
+      firsts.push(...(await firstRelistCase(n, sim, runtime, args.firstRelistRuns, args.firstRelistCompare, log)));
       cases.push(...cs);
       for (const c of cs) log(`#   ${c.name}: relist ${c.totalMs.toFixed(1)} ms, heap ${c.allocMb.toFixed(2)} MB, status calls ${c.statusCalls.toFixed(1)} pod + ${c.containerReads.toFixed(1)} container`);
       if (n === 10000 || (n === args.sizes.at(-1) && !args.sizes.includes(10000))) {
@@ -968,7 +987,7 @@ async function main(): Promise<number> {
       cri.close();
       await sim.stop();
     }
-    if (args.real) {
+    if (args.real && !args.firstRelistOnly) {
       real = await realContainerd(args.realPods, args.relists, log).catch((err: Error) => ({ cases: [], skipped: `failed: ${err.message.split('\n')[0]}`, pods: 0 }));
       if (real.skipped) log(`# real containerd case skipped: ${real.skipped}`);
       cases.push(...real.cases);
@@ -982,6 +1001,7 @@ async function main(): Promise<number> {
   for (const l of lines) log(l);
   if (firsts.length) {
     log('');
+    log(`(status reads of ${GENERIC_STATUS_CONCURRENCY} pods in flight, one PodSandboxStatus each when the runtime sends its containers' statuses with it)`);
     log('| first relist after a restart | containers | median ms (min-max) | list ms | pod reads | ctr/sandbox reads | runtime calls | kubelet cpu ms | sim cpu ms |');
     log('|---|---|---|---|---|---|---|---|---|');
     for (const f of firsts) {
@@ -1049,7 +1069,7 @@ async function main(): Promise<number> {
     target: t,
     met: Number.isFinite(value) && (op === '<=' ? value <= t : value >= t),
   });
-  const first18 = firsts.find((f) => f.containers === 18000);
+  const first18 = firsts.find((f) => f.containers === 18000 && !f.name.endsWith('-grpcjs'));
   const targets: Target[] = [
     // a fresh PLEG's first relist at 18k containers (6000 pods), wired as the kubelet wires it
     target('first_relist_s_18k', first18 ? first18.ms / 1000 : NaN, '<=', 3),

@@ -37,6 +37,8 @@ export interface CreatePlegOptions {
   metrics?: PlegMetrics;
   /** KubeletConfiguration featureGates; EventedPLEG turns the evented PLEG on. */
   featureGates?: Record<string, boolean>;
+  /** How single status reads travel (LeanCriListerOptions.statusTransport; the benchmark compares). */
+  statusTransport?: 'http2' | 'grpc-js';
 }
 
 export interface Pleg {
@@ -49,7 +51,7 @@ export interface Pleg {
 }
 
 export function createPLEG(o: CreatePlegOptions): Pleg {
-  const cri = new LeanCriLister({ runtimeEndpoint: o.runtimeEndpoint, timeoutMs: o.timeoutMs, runtimeName: o.runtimeName });
+  const cri = new LeanCriLister({ runtimeEndpoint: o.runtimeEndpoint, timeoutMs: o.timeoutMs, runtimeName: o.runtimeName, statusTransport: o.statusTransport });
   const generic = new GenericPLEG({
     lister: cri,
     status: cri,

@@ -15,6 +15,7 @@ import type { ContainerStatusSource } from './status.js';
 import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandboxStatusWithContainers, encodeIdRequest } from './wire-status.js';
 import { decodeContainerList, decodeSandboxList, emptyListStats, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
+import { Http2Unary } from './unary.js';
 
 export interface RelistSource {
   /**
@@ -60,6 +61,11 @@ export interface LeanCriListerOptions {
   runtimeName?: string;
   /** HTTP/2 receive window of the channel (bytes); default LEAN_FLOW_CONTROL_WINDOW. */
   flowControlWindow?: number;
+  /**
+   * How single status reads travel: `http2` (default) on a connection of their own through
+   * node:http2 (unary.ts), `grpc-js` on the lister's grpc-js channel (the benchmark's baseline).
+   */
+  statusTransport?: 'http2' | 'grpc-js';
 }
 
 /**
@@ -83,15 +89,24 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   readonly #client: grpc.Client;
   readonly #timeoutMs: number;
   readonly #runtimeName: string;
+  readonly #unary?: Http2Unary;
 
   constructor(opts: LeanCriListerOptions) {
     this.#timeoutMs = opts.timeoutMs;
     this.#runtimeName = opts.runtimeName ?? 'containerd';
     this.#client = new grpc.Client(criEndpointToTarget(opts.runtimeEndpoint), grpc.credentials.createInsecure(), leanChannelOptions(opts));
+    if ((opts.statusTransport ?? 'http2') === 'http2') {
+      this.#unary = new Http2Unary({
+        runtimeEndpoint: opts.runtimeEndpoint,
+        maxMessageBytes: opts.maxMessageBytes ?? 256 * 1024 * 1024,
+        flowControlWindow: opts.flowControlWindow ?? LEAN_FLOW_CONTROL_WINDOW,
+      });
+    }
   }
 
   close(): void {
     this.#client.close();
+    this.#unary?.close();
   }
 
   #call(path: string, method: string, decode: (buf: Buffer) => void): Promise<void> {
@@ -112,6 +127,16 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   }
 
   #status<T>(path: string, method: string, id: string, decode: (buf: Buffer) => T | null): Promise<T | null> {
+    const unary = this.#unary;
+    if (unary) {
+      return unary.call(path, encodeIdRequest(id), this.#timeoutMs).then(
+        (buf) => decode(buf) ?? null,
+        (err: { code: number }) => {
+          if (err.code === grpc.status.NOT_FOUND) return null;
+          throw toCriError(method, err);
+        },
+      );
+    }
     return new Promise((resolve, reject) => {
       this.#client.makeUnaryRequest<string, T | null>(
         path,

@@ -11,6 +11,7 @@ import type { CarriedContainerStatus, CarriedSandboxStatus } from './wire-event.
 import { PlegError } from './errors.js';
 import { NON_EXISTENT, type RecordState, type RecordStore, type RuntimeRecord } from './records.js';
 import {
+  podIPs,
   withContainerStatus,
   withSandboxStatus,
   withoutContainer,
@@ -155,29 +156,29 @@ export async function readListedPod(d: StatusReadDeps, pod: PodRef, sandboxIds: 
   if (!src?.sandboxStatusWithContainers || sandboxIds.length === 0) return readPartial(d, pod, empty, [...sandboxIds, ...containerIds], false);
   const withContainers = src.sandboxStatusWithContainers.bind(src);
   const at = d.clock.now();
-  let status = empty;
   let reads = 0;
   const listed = new Set(containerIds);
-  const covered = new Set<string>();
+  // Assembled once (sorted newest first, as the with* updates keep them), not copied per entry.
+  const sandboxStatuses: SandboxRuntimeStatus[] = [];
+  const byId = new Map<string, ContainerRuntimeStatus>();
   await Promise.all(
     sandboxIds.map(async (id) => {
       reads++;
       const got = await withContainers(id);
-      if (!got) {
-        status = withoutSandbox(status, id, at);
-        return;
-      }
-      status = withSandboxStatus(status, got.sandbox, at);
+      if (!got) return;
+      sandboxStatuses.push(got.sandbox);
       for (const cs of got.containers ?? []) {
         // A container the relist did not list is left to the next relist, as readPartial does.
-        if (!listed.has(cs.id)) continue;
-        covered.add(cs.id);
-        status = withContainerStatus(status, cs, at);
+        if (listed.has(cs.id)) byId.set(cs.id, cs);
       }
     }),
   );
-  const rest = containerIds.filter((id) => !covered.has(id));
-  if (rest.length === 0) return { status, at, events: [], reads };
+  if (sandboxStatuses.length > 1) sandboxStatuses.sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
+  const containerStatuses = [...byId.values()];
+  if (containerStatuses.length > 1) containerStatuses.sort((a, b) => b.createdAt - a.createdAt);
+  const status: RuntimePodStatus = { ...empty, sandboxStatuses, containerStatuses, ips: podIPs(sandboxStatuses), timestamp: at };
+  if (byId.size === containerIds.length) return { status, at, events: [], reads };
+  const rest = containerIds.filter((id) => !byId.has(id));
   const r = await readPartial(d, pod, status, rest, false);
   return { status: r.status, at, events: r.events, reads: reads + r.reads };
 }
