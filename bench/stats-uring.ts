@@ -10,7 +10,7 @@
 //   native kept  the addon's reader through kept-open descriptors, sync (reads + parsing)
 // Wall and CPU time (the C process's CPU includes its io-wq worker threads). Needs root (mkdir
 // in cgroupfs); the cgroups are removed afterwards.
-//   node dist/bench/stats-uring.js [--cgroups=1000] [--rounds=15] [--sq=256] [--out=FILE] [--no-write]
+//   node dist/bench/stats-uring.js [--cgroups=1000] [--rounds=15] [--sq=32] [--out=FILE] [--no-write]
 // Standalone it merges its rows into bench/results/stats.json; bench/stats.ts runs it as an
 // extra case (uringReadsCase()).
 import { execFile } from 'node:child_process';
@@ -41,7 +41,7 @@ export interface UringReadsOptions {
   cgroups?: number;
   /** Interleaved rounds. Default 15. */
   rounds?: number;
-  /** io_uring submission queue entries. Default 256. */
+  /** io_uring submission queue entries. Default 32 (io_uring's best here of 32, 256 and 4096). */
   sqEntries?: number;
   log?: (line: string) => void;
 }
@@ -247,7 +247,7 @@ export function uringTable(cases: readonly UringCaseResult[], rounds: number, sq
 /** Runs the v1 and v2 cases this host has. */
 export async function runUringReads(options: UringReadsOptions = {}): Promise<{ cases: UringCaseResult[]; table: string[]; results: BenchResult[] }> {
   const log = options.log ?? ((l: string) => console.log(l));
-  const o = { cgroups: options.cgroups ?? 1000, rounds: options.rounds ?? 15, sqEntries: options.sqEntries ?? 256 };
+  const o = { cgroups: options.cgroups ?? 1000, rounds: options.rounds ?? 15, sqEntries: options.sqEntries ?? 32 };
   if (os.platform() !== 'linux' || process.getuid?.() !== 0) {
     log('io_uring case: needs root on Linux (it makes cgroups), skipped');
     return { cases: [], table: [], results: [] };
@@ -302,7 +302,7 @@ function parseArgs(argv: string[]): UringReadsOptions & { out?: string | null } 
     else if (k === '--sq' && v) o.sqEntries = int(k, v);
     else if (k === '--out' && v) o.out = v;
     else if (k === '--no-write') o.out = null;
-    else throw new Error(`unknown argument ${a} (--cgroups=1000 --rounds=15 --sq=256 --out=FILE --no-write)`);
+    else throw new Error(`unknown argument ${a} (--cgroups=1000 --rounds=15 --sq=32 --out=FILE --no-write)`);
   }
   return o;
 }

@@ -7,7 +7,7 @@
  *           the submission queue (submit the chunk and wait for all of it)
  *   uring-fixed  the same with registered files and buffers (IORING_OP_READ_FIXED)
  *   uring-async  the same as uring with IOSQE_ASYNC (straight to the io-wq workers)
- * Usage: uring-reads <list-file> <iterations> [sq-entries]
+ * Usage: uring-reads <list-file> <iterations> [sq-entries (default 32)]
  *   Prints per iteration one line per mode: "<mode> <wall ns> <cpu ns>" (cpu: the whole
  *   process, io-wq workers included, as they are its threads), modes interleaved so that
  *   machine noise hits all alike; on stderr the files, bytes per mode and read errors.
@@ -94,7 +94,8 @@ enum uring_mode { PLAIN, FIXED, ASYNC };
 static size_t n_files;
 static char **paths;
 static int *fds;
-static char *bufs; /* one BUF_SIZE buffer per file (reads of a chunk are in flight together) */
+static char *bufs; /* one BUF_SIZE buffer per SQ entry: the reads of a chunk are in flight together */
+static unsigned n_bufs;
 static const char *const mode_names[5] = {"floor", "pread", "uring", "uring-fixed", "uring-async"};
 static unsigned long long bytes_of[5];
 static unsigned long long errors_of[5];
@@ -113,7 +114,7 @@ static int uring_pass(struct ring *r, enum uring_mode mode, int slot) {
       sqe->fd = mode == FIXED ? (int)next : fds[next];
       if (mode == FIXED) sqe->flags = IOSQE_FIXED_FILE;
       if (mode == ASYNC) sqe->flags = IOSQE_ASYNC;
-      sqe->addr = (unsigned long)(bufs + next * BUF_SIZE);
+      sqe->addr = (unsigned long)(bufs + (size_t)chunk * BUF_SIZE);
       sqe->len = BUF_SIZE;
       sqe->off = 0;
       sqe->buf_index = 0; /* FIXED: one registered region covers every buffer */
@@ -197,7 +198,7 @@ int main(int argc, char **argv) {
   fclose(f);
   free(line);
   const int iterations = atoi(argv[2]);
-  const unsigned sq_entries = argc == 4 ? (unsigned)atoi(argv[3]) : 256;
+  const unsigned sq_entries = argc == 4 ? (unsigned)atoi(argv[3]) : 32;
 
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n_files + 64) {
@@ -212,14 +213,15 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  bufs = aligned_alloc(4096, n_files * BUF_SIZE);
-  memset(bufs, 0, n_files * BUF_SIZE);
-
   struct ring plain_ring, fixed_ring;
   int plain_err = ring_setup(&plain_ring, sq_entries);
   int fixed_err = ring_setup(&fixed_ring, sq_entries);
+  n_bufs = plain_err ? (fixed_err ? 1 : fixed_ring.entries) : plain_ring.entries;
+  if (!fixed_err && fixed_ring.entries > n_bufs) n_bufs = fixed_ring.entries;
+  bufs = aligned_alloc(4096, (size_t)n_bufs * BUF_SIZE);
+  memset(bufs, 0, (size_t)n_bufs * BUF_SIZE);
   if (!fixed_err) {
-    struct iovec iov = {bufs, n_files * BUF_SIZE};
+    struct iovec iov = {bufs, (size_t)n_bufs * BUF_SIZE};
     if (syscall(__NR_io_uring_register, fixed_ring.fd, IORING_REGISTER_BUFFERS, &iov, 1) < 0 ||
         syscall(__NR_io_uring_register, fixed_ring.fd, IORING_REGISTER_FILES, fds, (unsigned)n_files) < 0) {
       fixed_err = -errno;
