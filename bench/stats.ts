@@ -8,7 +8,8 @@
 //   fs           the pure-TypeScript reader (fs.promises)
 // Medians over interleaved rounds; event-loop delay of the main thread while async
 // snapshots run. Writes bench/results/stats.json. Other cases (real containers through CRI)
-// plug in through runStatsBench({ extraCases }).
+// plug in through runStatsBench({ extraCases }). As root it also times the kept-open pread
+// loop against io_uring and the floor on real cgroups (bench/stats-uring.ts; --no-uring skips).
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -23,6 +24,7 @@ import { FsCgroupReader } from '../src/stats/cgroup-fs-reader.js';
 import { cgroupFilesFor } from '../src/stats/cgroup-sample.js';
 import type { CgroupRef } from '../src/stats/cgroup-sample.js';
 import { generateCgroupTree, removeCgroupTree } from '../test/fixtures/cgroup-tree.js';
+import { uringReadsCase } from './stats-uring.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -282,6 +284,8 @@ export interface StatsBenchOptions {
   /** tmpfs directory for the trees (default /dev/shm, else the OS temp dir). */
   dir?: string;
   extraCases?: ExtraCase[];
+  /** The io_uring vs pread case on real cgroups (default true; skipped unless root). */
+  uring?: boolean;
   /** Where to write the JSON (default bench/results/stats.json under the package root). */
   resultsFile?: string | null;
   log?: (line: string) => void;
@@ -370,7 +374,8 @@ export async function runStatsBench(options: StatsBenchOptions = {}): Promise<Be
     }
     targets.push(...syntheticTargets(cases));
     const extraTables: string[] = [];
-    for (const extra of options.extraCases ?? []) {
+    const extras = [...(options.extraCases ?? []), ...(options.uring === false ? [] : [uringReadsCase({ log })])];
+    for (const extra of extras) {
       log(`running ${extra.name}...`);
       const got = await extra.run();
       results.push(...got.results);
@@ -415,7 +420,8 @@ function parseArgs(argv: string[]): StatsBenchOptions {
     else if (k === '--dir' && v) o.dir = v;
     else if (k === '--out' && v) o.resultsFile = v;
     else if (k === '--no-write') o.resultsFile = null;
-    else throw new Error(`unknown argument ${a} (--sizes=100,1000 --versions=2,1 --dir=/dev/shm --out=FILE --no-write)`);
+    else if (k === '--no-uring') o.uring = false;
+    else throw new Error(`unknown argument ${a} (--sizes=100,1000 --versions=2,1 --dir=/dev/shm --out=FILE --no-write --no-uring)`);
   }
   return o;
 }
