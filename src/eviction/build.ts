@@ -44,11 +44,12 @@ export function evictionHost(
     podTerminated(uid: string): boolean;
     events: { record(object: string, type: 'Normal' | 'Warning', reason: string, message: string): void };
   },
-  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary> },
+  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary>; refreshDiskAccounting?(): Promise<{ summary: Summary }> },
 ): EvictionHost {
   return {
     activePods: () => kubelet.activePods(),
     summary: async (fresh) => (fresh ? (await stats.refresh()).summary : stats.getSummary()),
+    ...(stats.refreshDiskAccounting ? { diskSummary: async () => (await stats.refreshDiskAccounting!()).summary } : {}),
     evictPod: (pod, grace, message, opts) => kubelet.evictPod(pod, grace, message, opts),
     podCleanedUp: (pod) => kubelet.podTerminated(pod.metadata.uid!),
     recordEvent: (pod, type, reason, message) => kubelet.events.record(`Pod ${podFullName(pod)}`, type, reason, message),

@@ -64,6 +64,12 @@ export interface EvictionHost {
   /** A Summary: `fresh` reads now, else the housekeeping snapshot may serve. */
   summary(fresh: boolean): Promise<Summary>;
   /**
+   * A Summary whose per-pod disk figures (volumes, logs, writable layers) were measured now,
+   * not taken from the accounting cache: a disk ranking must not rank a pod by the empty
+   * volume it had before it filled the disk. Absent: summary(true) serves.
+   */
+  diskSummary?(): Promise<Summary>;
+  /**
    * Kills the pod with this grace (s), Failed with reason Evicted and this message, and a
    * DisruptionTarget condition unless `disruptionTarget` is false (local storage limits).
    */
@@ -369,7 +375,9 @@ export class EvictionManager {
       log.error('Eviction manager: eviction thresholds have been met, but no pods are active to evict');
       return done(result);
     }
-    const ranked = rankPods(resource, active, statsFunc, diskStatsToMeasure(toReclaim.signal, this.#o.dedicatedImageFs ?? false));
+    // disk: rank on figures measured now (the accounting cache may predate the pod that filled it)
+    const rankStats = (resource === 'ephemeral-storage' || resource === 'inodes') && host.diskSummary ? podStatsFunc(await host.diskSummary()) : statsFunc;
+    const ranked = rankPods(resource, active, rankStats, diskStatsToMeasure(toReclaim.signal, this.#o.dedicatedImageFs ?? false));
     log.info('Eviction manager: pods ranked for eviction', { pods: ranked.map(podFullName) });
     for (const pod of ranked) {
       let grace = IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS;
@@ -378,7 +386,7 @@ export class EvictionManager {
         const own = pod.spec.terminationGracePeriodSeconds;
         if (typeof own === 'number') grace = Math.min(grace, own);
       }
-      const message = evictionMessage(resource, pod, statsFunc(pod), due, observations);
+      const message = evictionMessage(resource, pod, rankStats(pod), due, observations);
       if (!this.#evict(pod, grace, message)) continue;
       this.#evictions?.withLabelValues(toReclaim.signal).inc();
       const obs = observations.get(toReclaim.signal);

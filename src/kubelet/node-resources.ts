@@ -28,7 +28,7 @@ export interface NodeResourcesOptions {
   log: Logger;
   memoryCapacityBytes: number;
   kubelet: Kubelet;
-  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary> };
+  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary>; refreshDiskAccounting?(): Promise<{ summary: Summary }> };
 }
 
 export interface NodeResources {

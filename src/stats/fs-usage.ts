@@ -79,6 +79,17 @@ export class FsUsageCache {
     this.pump();
   }
 
+  /** Measures every tracked path again now, whatever its age; resolves when all are in. */
+  async remeasure(): Promise<void> {
+    for (const [path, e] of this.entries) {
+      if (e.measuring) continue;
+      e.measuring = true;
+      this.queue.push(path);
+    }
+    this.pump();
+    await this.idle();
+  }
+
   /** The last measurement of a path and when it finished. */
   get(path: string): { answer: UsageAnswer; time: Date } | undefined {
     const e = this.entries.get(path);

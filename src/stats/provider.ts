@@ -291,6 +291,20 @@ export class StatsProvider {
     return this.#inflight;
   }
 
+  /**
+   * A new read after every pod's volumes, logs and writable layers were measured again (the
+   * eviction manager ranks disk pressure on it); a plain refresh without accounting.
+   */
+  async refreshDiskAccounting(): Promise<StatsSnapshot> {
+    await this.refresh();
+    if (this.#fsUsage) {
+      await this.#fsUsage.remeasure();
+    }
+    // a read that began before the measurements ended would carry the old figures
+    await this.#inflight?.catch(() => undefined);
+    return this.refresh();
+  }
+
   async getSummary(): Promise<Summary> {
     return (await this.snapshot()).summary;
   }

@@ -117,6 +117,32 @@ describe('eviction manager', () => {
     assert.equal(host.evicted[1]!.message, 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container burst-c was using 200Mi, request is 100Mi, has larger consumption of memory. ');
   });
 
+  it('disk pressure: ranks on figures measured now (diskSummary), not on the cached ones that predate the pod filling the disk', async () => {
+    const host = new Host();
+    const quiet = pod('quiet');
+    const eater = pod('eater');
+    host.pods = [quiet, eater];
+    host.fsAvailable = GI;
+    const withVolume = (s: Summary, name: string, usedBytes: bigint): Summary => {
+      for (const ps of s.pods) {
+        if (ps.podRef.name === name) ps.containers[0]!.rootfs = { time: new Date(0), usedBytes };
+      }
+      return s;
+    };
+    // the cache: the eater's layer still empty, the quiet pod's 10Mi; measured now: the eater has 5Gi
+    const cached = host.summary.bind(host);
+    host.summary = async () => withVolume(withVolume(await cached(), 'quiet', 10n * MI), 'eater', 0n);
+    let measured = 0;
+    (host as EvictionHost).diskSummary = async () => {
+      measured++;
+      return withVolume(withVolume(await cached(), 'quiet', 10n * MI), 'eater', 5n * GI);
+    };
+    const { m } = manager(host, hard({ 'nodefs.available': '10%' }), { imageGC: async () => undefined, containerGC: async () => undefined });
+    await m.synchronize();
+    assert.equal(measured, 1);
+    assert.deepEqual(host.evicted.map((e) => e.pod), ['eater']);
+  });
+
   it('ranks by priority among pods over their requests, then by usage above request', async () => {
     const host = new Host();
     const low = pod('low', { priority: -10 });

@@ -295,7 +295,7 @@ describe('disk pressure on a small filesystem holding the root dir, the logs and
     assert.equal(eater.status?.reason, 'Evicted');
     // inodes have no request: no container clause, as upstream
     assert.match(eater.status?.message ?? '', new RegExp(`^The node was low on resource: inodes\\. Threshold quantity: ${parseQuantity(String(inodeThreshold)).toString()}, available: \\d+k?\\. $`));
-    assert.equal(phase('quiet'), 'Running');
+    assert.equal(phase('quiet'), 'Running', `the quiet pod: ${JSON.stringify(pod('quiet')?.status)}\n${kubelet!.logs().split('\n').filter((l) => /Eviction manager|quiet/.test(l)).slice(-20).join('\n')}`);
     const metrics = await (await fetch(`http://127.0.0.1:${kubelet!.readOnlyPort}/metrics`)).text();
     assert.match(metrics, /kubelet_evictions\{eviction_signal="nodefs\.inodesFree"\} 1\b/);
     await waitFor(async () => (await fs!.inodesFree()) > inodeThreshold, WAIT, 'the eater\'s files to be removed');
