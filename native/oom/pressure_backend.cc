@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 
+#include "inotify_drain.h"
 #include "proc_scan.h"
 
 namespace kts {
@@ -246,24 +247,10 @@ void PressureBackend::ReadInotify(Batch* out) {
     fd = inotifyFd_;  // closed only by Close(), after the thread has stopped
   }
   if (fd < 0) return;
-  alignas(inotify_event) char buf[8192];
-  std::vector<int> changed, ignored;
-  bool overflow = false;
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    for (char* p = buf; p < buf + n;) {
-      auto* ev = reinterpret_cast<inotify_event*>(p);
-      if (ev->mask & IN_IGNORED) {
-        ignored.push_back(ev->wd);
-      } else if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) {
-        if (std::find(changed.begin(), changed.end(), ev->wd) == changed.end()) changed.push_back(ev->wd);
-      } else if (ev->mask & IN_Q_OVERFLOW) {
-        overflow = true;  // events were lost: re-read every file
-      }
-      p += sizeof(inotify_event) + ev->len;
-    }
-  }
+  InotifyChanges drained = DrainInotify(fd);
+  std::vector<int>& changed = drained.changed;
+  std::vector<int>& ignored = drained.ignored;
+  const bool overflow = drained.overflow;  // events were lost: re-read every file
   std::vector<std::shared_ptr<EventsWatch>> toCheck, removed;
   {
     std::lock_guard<std::mutex> lock(mu_);
