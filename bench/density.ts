@@ -386,7 +386,7 @@ interface Sim {
 }
 
 async function startSim(socket: string, logFile: string): Promise<Sim> {
-  const child = fork(cli, ['sim-runtime', '--socket', socket, '--containers', '0', '--churn-percent', '0'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(cli, ['sim-runtime', '--socket', socket, '--containers', '0', '--churn-percent', '0', '--container-log-files'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   child.stderr!.pipe(createWriteStream(logFile));
   const waitFor = (cmd: string): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
