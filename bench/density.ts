@@ -386,7 +386,7 @@ interface Sim {
 }
 
 async function startSim(socket: string, logFile: string): Promise<Sim> {
-  const child = fork(cli, ['sim-runtime', '--socket', socket, '--containers', '0', '--churn-percent', '0'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(cli, ['sim-runtime', '--socket', socket, '--containers', '0', '--churn-percent', '0', '--container-log-files'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   child.stderr!.pipe(createWriteStream(logFile));
   const waitFor = (cmd: string): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
@@ -423,7 +423,9 @@ function simManifest(i: number): string {
           name: 'app',
           image: 'registry.example/kts-density/app:1.0',
           command: ['/app', '--serve'],
-          resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
+          // Burstable, and small enough that admission's fit check takes 5000 of them on a
+          // 2-core node (a cpu request of even 1m each would not fit)
+          resources: { requests: { memory: '1Mi' }, limits: { memory: '64Mi' } },
         },
       ],
     },
@@ -467,6 +469,8 @@ async function simDensity(n: number, restS: number, log: (l: string) => void): P
         `readOnlyPort: ${port}`,
         'healthzPort: 0',
         'fileCheckFrequency: 20s',
+        // upstream's default (110) would refuse the rest at admission (OutOfpods)
+        `maxPods: ${n}`,
         '',
       ].join('\n'),
     );

@@ -29,7 +29,7 @@ import { ManagedObjectSource, ObjectManager } from './configmap-secret.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
-import { PodSyncer, SYNC_ERROR_BACKOFF_MS } from './pod-sync.js';
+import { PodSyncer, syncErrorBackoffMs } from './pod-sync.js';
 import { PodWorkers } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
@@ -246,7 +246,7 @@ export class Kubelet {
           this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
         },
       },
-      onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, SYNC_ERROR_BACKOFF_MS),
+      onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, syncErrorBackoffMs()),
     });
     this.syncLoop = new SyncLoop({
       clock: this.clock,

@@ -12,6 +12,7 @@ import { withTerminationMessages } from '../runtime/termination-message.js';
 import type { DNSConfigurer } from '../network/dns.js';
 import type { VolumeManager } from '../volumemanager/volume-manager.js';
 import { podContainerMounts } from '../volumemanager/pod-mounts.js';
+import { jitter } from '../util/backoff.js';
 import { isKubeletError } from '../util/errors.js';
 import { generateAPIPodStatus } from '../status/generate.js';
 import type { StatusManager } from '../status/status-manager.js';
@@ -29,6 +30,10 @@ import type { WorkQueue } from './work-queue.js';
 
 /** upstream: backOffPeriod for a pod whose sync failed. */
 export const SYNC_ERROR_BACKOFF_MS = 10_000;
+/** upstream workerResyncIntervalJitterFactor: a pod's next resync is 1 to 1.5 syncFrequency away. */
+export const RESYNC_JITTER_FACTOR = 0.5;
+/** upstream workerBackOffPeriodJitterFactor: a failed sync is retried 1 to 1.5 backOffPeriod later. */
+export const SYNC_ERROR_BACKOFF_JITTER_FACTOR = 0.5;
 
 export interface PodSyncerOptions {
   runtime: KubeletRuntime;
@@ -41,8 +46,10 @@ export interface PodSyncerOptions {
   log: Logger;
   rootDir: string;
   podLogsDir: string;
-  /** upstream syncFrequency: the longest a pod waits for its next sync. */
+  /** upstream syncFrequency: a pod's next resync is this far away, jittered by up to half as much again. */
   syncFrequencyMs: number;
+  /** The jitter's source (default Math.random). */
+  random?: () => number;
   hostIPs: () => string[];
   /** Sets the pod's volumes up before its containers start and tears them down after. */
   volumes?: VolumeManager;
@@ -55,6 +62,11 @@ export interface PodSyncerOptions {
   objects?: ObjectManager;
   /** The prober's readiness and startup results for the status (container ID → passed). */
   probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
+}
+
+/** When a pod whose sync failed is tried again (upstream: backOffPeriod, jittered). */
+export function syncErrorBackoffMs(random?: () => number): number {
+  return jitter(SYNC_ERROR_BACKOFF_MS, SYNC_ERROR_BACKOFF_JITTER_FACTOR, random);
 }
 
 export class PodSyncer {
@@ -121,10 +133,16 @@ export class PodSyncer {
       status = this.generateStatus(pod, rs);
       statusManager.setPodStatus(pod, status);
     }
-    const delay = result.errors.length ? SYNC_ERROR_BACKOFF_MS : (result.requeueAfterMs ?? syncFrequencyMs);
+    // upstream completeWork: the regular resync and the error backoff are jittered, so pods
+    // started together (1000 at once) spread their resyncs instead of all coming due each minute
+    const delay = result.errors.length
+      ? Math.min(syncErrorBackoffMs(this.opts.random), syncFrequencyMs)
+      : result.requeueAfterMs !== undefined
+        ? Math.min(result.requeueAfterMs, syncFrequencyMs)
+        : jitter(syncFrequencyMs, RESYNC_JITTER_FACTOR, this.opts.random);
     // a pod with activeDeadlineSeconds is synced again when its deadline passes
     const deadline = activeDeadlineLeftMs(pod, status.startTime, this.opts.clock.now());
-    workQueue.enqueue(uid, Math.max(0, Math.min(delay, syncFrequencyMs, deadline ?? Infinity)));
+    workQueue.enqueue(uid, Math.max(0, Math.min(delay, deadline ?? Infinity)));
     if (result.errors.length) throw new PodSyncError(podFullName(pod), result.errors);
     return false;
   }

@@ -70,6 +70,11 @@ export class ContainerLogManager {
   #timer?: Timer;
   #running = false;
   #pass?: Promise<void>;
+  /**
+   * Each running container's log path (the runtime fixes it at CreateContainer): one
+   * ContainerStatus per container, not one per container per pass (1000 pods: 100 calls/s).
+   */
+  readonly #logPaths = new Map<string, string>();
 
   constructor(private readonly opts: ContainerLogManagerOptions) {}
 
@@ -106,6 +111,8 @@ export class ContainerLogManager {
   async rotateLogs(): Promise<void> {
     const containers = await this.opts.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
     const ids = containers.map((c) => c.id);
+    const listed = new Set(ids);
+    for (const id of this.#logPaths.keys()) if (!listed.has(id)) this.#logPaths.delete(id);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < ids.length) {
@@ -122,8 +129,13 @@ export class ContainerLogManager {
 
   /** Rotates one container's log when it is over the limit. */
   async processContainer(id: string): Promise<void> {
-    const { status } = await this.opts.runtime.containerStatus(id);
-    const log = status?.log_path;
+    let log = this.#logPaths.get(id);
+    if (log === undefined) {
+      const { status } = await this.opts.runtime.containerStatus(id);
+      if (!status) return;
+      log = status.log_path ?? '';
+      this.#logPaths.set(id, log);
+    }
     if (!log) return;
     let size: number;
     try {

@@ -3,13 +3,13 @@
 // fork) it also takes control messages, so a benchmark can change the churn rate, drop the
 // event streams or read counters without restarting it.
 
-import { mkdir } from 'node:fs/promises';
+import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { KubeletError } from '../util/errors.js';
 import { ChurnGenerator } from './churn.js';
 import { SimCgroupTree } from './cgroup-tree.js';
-import { SimRuntime } from './sim-runtime.js';
+import { SimRuntime, type SimContainer } from './sim-runtime.js';
 import { startSimRuntimeServer, type SimEventShape, type SimRuntimeServer } from './server.js';
 
 export const SIM_RUNTIME_USAGE = `Usage: kubelet-ts sim-runtime [flags]
@@ -30,6 +30,8 @@ Flags:
                                with sandbox metadata only
   --cgroup-root DIR            keep a synthetic cgroup tree for running containers under DIR
   --cgroup-version 1|2         layout of that tree (default 2)
+  --container-log-files        create a started container's log file, as a real runtime
+                               does (the kubelet's log manager stats it every 10 s)
   --seed N                     seed for ids and names (default 1)
   -h, --help                   show this help
 `;
@@ -45,6 +47,7 @@ export interface SimRuntimeFlags {
   cgroupVersion: 1 | 2;
   seed: number;
   eventShape: SimEventShape;
+  containerLogFiles?: boolean;
 }
 
 /** A bad flag of `kubelet-ts sim-runtime`; the message names the flag. */
@@ -102,6 +105,7 @@ export function parseSimRuntimeFlags(argv: readonly string[]): SimRuntimeFlags |
         f.cgroupVersion = Number(v) as 1 | 2;
         break;
       }
+      case '--container-log-files': f.containerLogFiles = true; break;
       case '--seed': f.seed = Math.floor(num(name, value(), 0)); break;
       case '--event-shape': {
         const v = value();
@@ -133,15 +137,14 @@ export interface SimRuntimeHandle {
 /** Builds, populates and serves a simulated runtime. */
 export async function startSimRuntime(f: SimRuntimeFlags): Promise<SimRuntimeHandle> {
   const cgroups = f.cgroupRoot ? new SimCgroupTree({ root: f.cgroupRoot, version: f.cgroupVersion }) : undefined;
-  const runtime = new SimRuntime(
-    { seed: f.seed },
-    cgroups
-      ? {
-          onContainerStarted: (c, sb) => cgroups.add(sb.metadata.uid, c.id),
-          onContainerGone: (c) => cgroups.remove(c.id),
-        }
-      : {},
-  );
+  const runtime = new SimRuntime({ seed: f.seed }, {
+    onContainerStarted: (c, sb) => {
+      cgroups?.add(sb.metadata.uid, c.id);
+      // best effort, in the directory the kubelet made; a missing one is the kubelet's to report
+      if (f.containerLogFiles && c.logPath) void appendFile(c.logPath, '').catch(() => undefined);
+    },
+    ...(cgroups ? { onContainerGone: (c: SimContainer) => cgroups.remove(c.id) } : {}),
+  });
   runtime.populate({ containers: f.containers, containersPerPod: f.containersPerPod, exitedShare: f.exitedShare });
   await cgroups?.flush();
   await mkdir(dirname(f.socket), { recursive: true });

@@ -1,7 +1,7 @@
 // The static pod directory source (upstream pkg/kubelet/config/file.go + file_linux.go):
 // inotify (fs.watch) for prompt changes plus a full re-check every fileCheckFrequency, each
 // delivering the whole set of pods found (SET semantics).
-import { watch, type FSWatcher, type Stats } from 'node:fs';
+import { watch, type BigIntStats, type FSWatcher, type Stats } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Pod } from '../api/types.js';
@@ -42,6 +42,12 @@ export interface FileSourceOptions {
 interface CachedFile {
   /** The content last read. */
   raw: string;
+  /**
+   * The file's identity when `raw` was read (device, inode, size, mtime, ctime), kept only once
+   * its last change is old enough that a later write must move ctime: the same stamp then
+   * means the same bytes, and the periodic check need not open the file.
+   */
+  stamp?: string;
   /** The pod of the last content that decoded; kept on a watch-event failure, as upstream. */
   pod?: Pod;
   /** The content whose decode failure was already reported. */
@@ -51,6 +57,15 @@ interface CachedFile {
 }
 
 type Scan = { kind: 'full'; periodic: boolean } | { kind: 'files'; names: Set<string> };
+
+/** Manifests read at once by a full check (each is a few file operations on the thread pool). */
+export const MANIFEST_READ_CONCURRENCY = 16;
+/**
+ * How old a file's last change must be before its stamp stands for its content: timestamps
+ * may be as coarse as a clock tick, so a write just after a read could leave them unchanged
+ * (the "racy" case git's index also guards against).
+ */
+export const STAMP_SETTLE_MS = 2_000;
 
 const FULL = Symbol('full');
 
@@ -163,8 +178,8 @@ export class FileSource {
       for (const file of [...this.files.keys()]) {
         if (!present.has(file)) this.dropFile(file);
       }
-      // a handful of small manifests: read them concurrently, apply in name order
-      const results = await Promise.all(names.map((n) => this.readManifest(join(this.path, n))));
+      // read a bounded number at once, apply in name order
+      const results = await mapBounded(names, MANIFEST_READ_CONCURRENCY, (n) => this.readManifest(join(this.path, n)));
       for (const r of results) this.applyRead(r, periodic);
     } else if (st.isFile()) {
       const dir = dirname(this.path);
@@ -181,7 +196,7 @@ export class FileSource {
   }
 
   private async scanFiles(names: Set<string>): Promise<void> {
-    const results = await Promise.all([...names].sort().map((f) => this.readManifest(f)));
+    const results = await mapBounded([...names].sort(), MANIFEST_READ_CONCURRENCY, (f) => this.readManifest(f));
     // an event-driven read that fails keeps the last good pod until the next full check
     for (const r of results) this.applyRead(r, false);
   }
@@ -193,9 +208,9 @@ export class FileSource {
   }
 
   private async readManifest(file: string): Promise<ReadResult> {
-    let st: Stats;
+    let st: BigIntStats;
     try {
-      st = await stat(file);
+      st = await stat(file, { bigint: true });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
       return { file, kind: 'skip', why: `Can't get metadata for ${JSON.stringify(file)}: ${(e as Error).message}` };
@@ -205,13 +220,21 @@ export class FileSource {
     const tooLarge = (size: string): ReadResult => ({
       file,
       kind: 'bad',
-      raw: `size:${size}:${st.mtimeMs}`,
+      raw: `size:${size}:${st.mtimeNs}`,
       error: this.error(file, `manifest is ${size} bytes, more than the limit of ${this.maxBytes} bytes`),
     });
-    if (st.size > this.maxBytes) return tooLarge(String(st.size));
+    if (st.size > BigInt(this.maxBytes)) return tooLarge(String(st.size));
+    const cached = this.files.get(file);
+    const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    if (cached?.stamp === stamp) {
+      if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw: cached.raw, pod: cached.pod, stamp };
+      if (cached.reportedBadRaw === cached.raw && cached.error) return { file, kind: 'bad', raw: cached.raw, error: cached.error, stamp };
+    }
+    // the clock is wall time here, as the file's ctime is
+    const settled = BigInt(Math.floor(this.clock.now() - STAMP_SETTLE_MS)) * 1_000_000n > st.ctimeNs ? stamp : undefined;
     let raw: string;
     try {
-      const data = await readAtMost(file, this.maxBytes);
+      const data = await readAtMost(file, this.maxBytes, Number(st.size));
       // the file grew after stat, or reports no size (procfs): the read itself is bounded
       if (data === undefined) return tooLarge(`more than ${this.maxBytes}`);
       raw = data;
@@ -219,18 +242,17 @@ export class FileSource {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
       return { file, kind: 'bad', raw: '', error: this.error(file, `can't read manifest: ${errorMessage(e)}`, e) };
     }
-    const cached = this.files.get(file);
     // unchanged bytes decode to the same pod (same UID): skip the decode
     if (cached && cached.raw === raw) {
-      if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw, pod: cached.pod };
-      if (cached.reportedBadRaw === raw && cached.error) return { file, kind: 'bad', raw, error: cached.error };
+      if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw, pod: cached.pod, stamp: settled };
+      if (cached.reportedBadRaw === raw && cached.error) return { file, kind: 'bad', raw, error: cached.error, stamp: settled };
     }
     try {
       const pod = decodePodManifest(raw, { source: FILE_SOURCE, location: file, nodeName: this.opts.nodeName });
-      return { file, kind: 'good', raw, pod };
+      return { file, kind: 'good', raw, pod, stamp: settled };
     } catch (e) {
       const err = e instanceof ManifestError ? e : this.error(file, `couldn't decode manifest: ${errorMessage(e)}`, e);
-      return { file, kind: 'bad', raw, error: err };
+      return { file, kind: 'bad', raw, error: err, stamp: settled };
     }
   }
 
@@ -251,7 +273,7 @@ export class FileSource {
     const cached = this.files.get(r.file);
     if (r.kind === 'good') {
       if (cached?.pod !== r.pod) this.dirty = true;
-      this.files.set(r.file, { raw: r.raw, pod: r.pod });
+      this.files.set(r.file, { raw: r.raw, pod: r.pod, ...(r.stamp ? { stamp: r.stamp } : {}) });
       return;
     }
     // a bad manifest is reported once per content, and its pod dropped by the full check
@@ -260,6 +282,7 @@ export class FileSource {
     if (cached?.pod && !keep) this.dirty = true;
     const next: CachedFile = { raw: r.raw, reportedBadRaw: r.raw, error: r.error };
     if (keep) next.pod = keep;
+    if (r.stamp) next.stamp = r.stamp;
     this.files.set(r.file, next);
   }
 
@@ -333,14 +356,29 @@ export class FileSource {
 type ReadResult =
   | { file: string; kind: 'gone' }
   | { file: string; kind: 'skip'; why: string }
-  | { file: string; kind: 'good'; raw: string; pod: Pod }
-  | { file: string; kind: 'bad'; raw: string; error: ManifestError };
+  | { file: string; kind: 'good'; raw: string; pod: Pod; stamp?: string }
+  | { file: string; kind: 'bad'; raw: string; error: ManifestError; stamp?: string };
+
+/** fn over items with at most `limit` in flight; results in the items' order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
 
 /** Reads a file as UTF-8, or undefined when it holds more than `limit` bytes. */
-async function readAtMost(file: string, limit: number): Promise<string | undefined> {
+async function readAtMost(file: string, limit: number, sizeHint: number): Promise<string | undefined> {
   const fh = await open(file, 'r');
   try {
-    const buf = Buffer.allocUnsafe(Math.min(limit + 1, 64 * 1024));
+    // the size it had at stat (room to see EOF in one read), not 64 KiB for a 400-byte manifest
+    const buf = Buffer.allocUnsafe(Math.min(limit + 1, 64 * 1024, Math.max(sizeHint + 1, 1024)));
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {

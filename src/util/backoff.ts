@@ -82,3 +82,12 @@ export class Backoff {
     return now - e.lastUpdate > 2 * this.maxMs;
   }
 }
+
+/**
+ * upstream wait.Jitter: `durationMs` plus up to `maxFactor` times more, at random (a factor of 0
+ * or less means 1). Spreads periodic per-pod work so pods started together do not stay in step.
+ */
+export function jitter(durationMs: number, maxFactor: number, random: () => number = Math.random): number {
+  const f = maxFactor > 0 ? maxFactor : 1;
+  return durationMs + random() * f * durationMs;
+}

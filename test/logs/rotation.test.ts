@@ -135,3 +135,38 @@ test('a removed container takes its live log and every rotation with it, not its
   await cleanContainerLogs(join(d, '0.log'));
   assert.deepEqual((await readdir(d)).sort(), ['1.log', '10.log']);
 });
+
+test('a running container\'s log path is asked of the runtime once, not on every pass; a container gone is forgotten', async () => {
+  const d = await tempDir('kts-rot-');
+  const logs = { c1: join(d, 'c1.log'), c2: join(d, 'c2.log') };
+  for (const l of Object.values(logs)) await writeFile(l, '');
+  let running = ['c1', 'c2'];
+  const asked: string[] = [];
+  const runtime: LogRotationRuntime = {
+    listContainers: async () => running.map((id) => ({ id })),
+    containerStatus: async (id) => (asked.push(id), { status: { log_path: logs[id as keyof typeof logs] } }),
+    reopenContainerLog: async () => undefined,
+  };
+  const clock = new FakeClock(T0);
+  const m = new ContainerLogManager({ runtime, clock, log: loggerDouble(), maxSizeBytes: 100, maxFiles: 3, monitorIntervalMs: 10_000, maxWorkers: 2 });
+  m.start();
+  for (let i = 0; i < 3; i++) {
+    clock.step(10_000);
+    await m.idle();
+  }
+  assert.deepEqual(asked.sort(), ['c1', 'c2']);
+  // still rotated from the remembered path
+  await writeFile(logs.c2, rec(1).repeat(5));
+  clock.step(10_000);
+  await m.idle();
+  assert.equal((await readdir(d)).filter((n) => n.startsWith('c2.log.')).length, 1);
+  // c1 stops running: forgotten; were its ID listed again it would be asked again
+  running = ['c2'];
+  clock.step(10_000);
+  await m.idle();
+  running = ['c1', 'c2'];
+  clock.step(10_000);
+  await m.idle();
+  m.stop();
+  assert.deepEqual(asked.sort(), ['c1', 'c1', 'c2']);
+});

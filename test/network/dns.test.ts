@@ -1,9 +1,12 @@
 // Pod DNS config generation, table-driven after upstream's dns_test.go cases.
 
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
-import { DNSConfigurer, fitSearchLimits, parseResolvConf, type DNSConfigurerOptions } from '../../src/network/dns.js';
+import { DNSConfigurer, fitSearchLimits, MAX_RESOLV_CONF_BYTES, parseResolvConf, readResolvConfFile, type DNSConfigurerOptions } from '../../src/network/dns.js';
 
 const HOST_RESOLV = 'nameserver 192.168.0.10\nnameserver 192.168.0.11 # comment\nsearch corp.example. lab.example\noptions timeout:2 rotate\n';
 
@@ -158,5 +161,53 @@ describe('host resolv.conf limits (upstream CheckLimitsForResolvConf)', () => {
     const big = configurer({ readFile: async () => `search a\n${'#'.repeat(10 * 1024 * 1024)}` });
     await assert.rejects(big.podDNS(pod({ dnsPolicy: 'Default' })), /\/etc\/resolv.conf: the resolver config is larger than 10485760 bytes/);
     assert.match((await big.checkLimitsForResolvConf())!, /larger than 10485760 bytes/);
+  });
+});
+
+describe('reading the host resolv.conf from disk', () => {
+  const withFile = async (content: string, fn: (file: string) => Promise<void>): Promise<void> => {
+    const dir = await mkdtemp(join(tmpdir(), 'kts-dns-'));
+    try {
+      const file = join(dir, 'resolv.conf');
+      await writeFile(file, content);
+      await fn(file);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('allocates for what the file holds, not the 10 MiB cap (it is read on every pod sync)', async () => {
+    await withFile(HOST_RESOLV, async (file) => {
+      const sizes: number[] = [];
+      const { alloc, allocUnsafe, allocUnsafeSlow } = Buffer;
+      Buffer.alloc = ((n: number, ...rest: never[]) => (sizes.push(n), alloc.call(Buffer, n, ...rest))) as typeof Buffer.alloc;
+      Buffer.allocUnsafe = ((n: number) => (sizes.push(n), allocUnsafe.call(Buffer, n))) as typeof Buffer.allocUnsafe;
+      Buffer.allocUnsafeSlow = ((n: number) => (sizes.push(n), allocUnsafeSlow.call(Buffer, n))) as typeof Buffer.allocUnsafeSlow;
+      let text;
+      try {
+        text = await readResolvConfFile(file);
+      } finally {
+        Object.assign(Buffer, { alloc, allocUnsafe, allocUnsafeSlow });
+      }
+      assert.equal(text, HOST_RESOLV);
+      assert.ok(Math.max(0, ...sizes) <= 64 * 1024, `allocated ${Math.max(...sizes)} bytes for a ${HOST_RESOLV.length}-byte file`);
+    });
+  });
+
+  it('reads a file of many chunks whole', async () => {
+    const content = HOST_RESOLV + `# ${'x'.repeat(100_000)}\nsearch far.example\n`;
+    await withFile(content, async (file) => {
+      assert.equal(await readResolvConfFile(file), content);
+      const c = configurer({ resolvConf: file, readFile: undefined });
+      assert.deepEqual((await c.podDNS(pod({ dnsPolicy: 'Default' }))).searches, ['far.example']);
+    });
+  });
+
+  it('stops one byte past the cap, and the configurer refuses the file', async () => {
+    await withFile('#'.repeat(MAX_RESOLV_CONF_BYTES + 5000), async (file) => {
+      assert.equal((await readResolvConfFile(file)).length, MAX_RESOLV_CONF_BYTES + 1);
+      const c = configurer({ resolvConf: file, readFile: undefined });
+      await assert.rejects(c.podDNS(pod({ dnsPolicy: 'Default' })), /the resolver config is larger than 10485760 bytes/);
+    });
   });
 });

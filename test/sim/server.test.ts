@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient, CriError } from '../../src/runtime/cri-client.js';
 import { SIM_RUNTIME_NAME, SimRuntime } from '../../src/sim/sim-runtime.js';
 import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
-import { parseSimRuntimeFlags, SimRuntimeFlagError } from '../../src/sim/cli.js';
+import { parseSimRuntimeFlags, SimRuntimeFlagError, startSimRuntime } from '../../src/sim/cli.js';
 import { ChurnGenerator } from '../../src/sim/churn.js';
 import { LeanCriLister } from '../../src/pleg/relist-source.js';
 import { RecordStore } from '../../src/pleg/records.js';
@@ -322,3 +322,32 @@ test('PodSandboxStatus carries the containers\' statuses and a timestamp with th
     }
   });
 });
+
+test('with --container-log-files a started container has its log file, as on a real runtime', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-sim-'));
+  const f = parseSimRuntimeFlags([`--socket=${join(dir, 'sim.sock')}`, '--container-log-files']);
+  assert.ok(f !== 'help');
+  const h = await startSimRuntime(f);
+  try {
+    const rt = h.server.runtime;
+    const logDir = join(dir, 'pod-logs');
+    // the kubelet makes the container's log directory; the runtime opens the file at start
+    await mkdir(join(logDir, 'app'), { recursive: true });
+    const sid = rt.runPodSandbox({ metadata: { name: 'web-0', namespace: 'default', uid: 'u-web-0' }, log_directory: logDir });
+    const cid = rt.createContainer(sid, { metadata: { name: 'app' }, image: { image: 'busybox' }, log_path: 'app/0.log' });
+    await assert.rejects(stat(join(logDir, 'app', '0.log')), /ENOENT/);
+    rt.startContainer(cid);
+    await waitUntil(() => stat(join(logDir, 'app', '0.log')).then(() => true, () => false));
+  } finally {
+    await h.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+async function waitUntil(fn: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await fn()) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.fail('condition not reached');
+}

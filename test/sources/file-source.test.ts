@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ManifestError } from '../../src/sources/errors.js';
-import { FileSource, type SourceEntry } from '../../src/sources/file-source.js';
+import { FileSource, MANIFEST_READ_CONCURRENCY, STAMP_SETTLE_MS, type SourceEntry } from '../../src/sources/file-source.js';
 import { PodConfig, type PodUpdate } from '../../src/sources/pod-config.js';
 import { FakeClock } from '../../src/util/clock.js';
 
@@ -230,5 +231,103 @@ describe('FileSource', () => {
     } finally {
       await src.stop();
     }
+  });
+
+  describe('the periodic check of many files', () => {
+    const fsp = createRequire(import.meta.url)('node:fs/promises') as typeof import('node:fs/promises');
+    /** Counts the manifests opened (and the most open at once) while `fn` runs. */
+    async function countingOpens<T>(fn: (opened: string[], peak: () => number) => Promise<T>): Promise<T> {
+      const real = fsp.open;
+      const opened: string[] = [];
+      let inFlight = 0;
+      let peak = 0;
+      fsp.open = (async (...args: Parameters<typeof real>) => {
+        opened.push(String(args[0]));
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        const fh = await real(...args);
+        const close = fh.close.bind(fh);
+        fh.close = async () => { inFlight--; return close(); };
+        return fh;
+      }) as typeof real;
+      syncBuiltinESMExports();
+      try {
+        return await fn(opened, () => peak);
+      } finally {
+        fsp.open = real;
+        syncBuiltinESMExports();
+      }
+    }
+
+    async function periodicSource(dir: string, clock: FakeClock, sets: SourceEntry[][]): Promise<{ src: FileSource; period(): Promise<void> }> {
+      const src = new FileSource({ path: dir, nodeName: 'n1', checkPeriodMs: 20_000, watch: false, clock, onSet: (e) => sets.push(e), onError: () => {} });
+      src.start();
+      await waitFor('the first set', () => sets.length > 0 && clock.pendingTimers() === 1);
+      return {
+        src,
+        async period() {
+          clock.step(20_000);
+          await waitFor('the next check to be scheduled', () => clock.pendingTimers() === 1);
+        },
+      };
+    }
+
+    it('opens a bounded number of manifests at once', async () => {
+      const dir = tempDir();
+      for (let i = 0; i < 100; i++) writeFileSync(join(dir, `p${String(i).padStart(3, '0')}.yaml`), manifest(`p${i}`));
+      const sets: SourceEntry[][] = [];
+      await countingOpens(async (opened, peak) => {
+        const { src } = await periodicSource(dir, new FakeClock(), sets);
+        await src.stop();
+        assert.equal(opened.length, 100);
+        assert.ok(peak() <= MANIFEST_READ_CONCURRENCY, `${peak()} manifests open at once`);
+      });
+      assert.equal(sets[0]!.length, 100);
+    });
+
+    it('does not open a file unchanged since a read made after it settled; an edit that keeps size and mtime is still seen', async () => {
+      const dir = tempDir();
+      const a = join(dir, 'a.yaml');
+      writeFileSync(a, manifest('alpha', 'busybox:1.36'));
+      // the clock (wall time) well past the file's last change
+      const clock = new FakeClock(Date.now() + 10 * STAMP_SETTLE_MS);
+      const sets: SourceEntry[][] = [];
+      await countingOpens(async (opened) => {
+        const { src, period } = await periodicSource(dir, clock, sets);
+        try {
+          assert.equal(opened.length, 1);
+          await period();
+          await period();
+          assert.equal(opened.length, 1, 'an unchanged settled file is not read again');
+          // same size, mtime put back: ctime still moves, so it is read
+          const { mtime } = statSync(a);
+          writeFileSync(a, manifest('alpha', 'busybox:1.37'));
+          utimesSync(a, mtime, mtime);
+          clock.step(10 * STAMP_SETTLE_MS);
+          await period();
+          await waitFor('the edit', () => sets.at(-1)![0]?.pod.spec.containers[0]!.image === 'busybox:1.37');
+          assert.equal(opened.length, 2);
+        } finally {
+          await src.stop();
+        }
+      });
+    });
+
+    it('reads a file changed within the settle window on every check (its timestamps may not move on the next write)', async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'a.yaml'), manifest('alpha'));
+      // wall time at the file's change: not settled
+      const clock = new FakeClock(Date.now());
+      const sets: SourceEntry[][] = [];
+      await countingOpens(async (opened) => {
+        const { src, period } = await periodicSource(dir, clock, sets);
+        try {
+          await period();
+          assert.equal(opened.length, 2);
+        } finally {
+          await src.stop();
+        }
+      });
+    });
   });
 });
