@@ -154,7 +154,9 @@ class ConnectionError extends Error {
 class H2cConnection {
   readonly #sock: net.Socket;
   readonly #owner: H2cUnary;
-  readonly #window: number;
+  /** The receive window of each stream (advertised) and of the connection (opened to at least the default). */
+  readonly #streamWindow: number;
+  readonly #connWindow: number;
   readonly #hpack = new HpackDecoder();
   readonly #streams = new Map<number, Call>();
   readonly #queue: Call[] = [];
@@ -180,8 +182,9 @@ class H2cConnection {
 
   constructor(owner: H2cUnary, socketPath: string, window: number) {
     this.#owner = owner;
-    this.#window = Math.min(MAX_WINDOW, Math.max(DEFAULT_WINDOW, window));
-    this.#recvWindow = this.#window;
+    this.#streamWindow = Math.min(MAX_WINDOW, Math.max(1, Math.floor(window)));
+    this.#connWindow = Math.max(DEFAULT_WINDOW, this.#streamWindow);
+    this.#recvWindow = this.#connWindow;
     const sock = net.connect(socketPath);
     this.#sock = sock;
     sock.unref();
@@ -191,9 +194,9 @@ class H2cConnection {
     settings.writeUInt16BE(SETTINGS_ENABLE_PUSH, 0);
     settings.writeUInt32BE(0, 2);
     settings.writeUInt16BE(SETTINGS_INITIAL_WINDOW_SIZE, 6);
-    settings.writeUInt32BE(this.#window, 8);
+    settings.writeUInt32BE(this.#streamWindow, 8);
     this.#out.push(PREFACE, frame(SETTINGS, 0, 0, settings));
-    if (this.#window > DEFAULT_WINDOW) this.#out.push(frame(WINDOW_UPDATE, 0, 0, u32(this.#window - DEFAULT_WINDOW)));
+    if (this.#connWindow > DEFAULT_WINDOW) this.#out.push(frame(WINDOW_UPDATE, 0, 0, u32(this.#connWindow - DEFAULT_WINDOW)));
     this.#scheduleFlush();
     sock.on('data', (b: Buffer) => this.#onData(b));
     sock.on('error', (err) => this.#fail({ code: GrpcStatus.UNAVAILABLE, details: err.message }));
@@ -505,7 +508,7 @@ class H2cConnection {
     if (!c) return;
     if (!c.gotHeaders) throw new ConnectionError(`DATA before HEADERS on stream ${stream}`, PROTOCOL_ERROR);
     c.unacked += p.length;
-    if (c.unacked > this.#window) throw new ConnectionError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
+    if (c.unacked > this.#streamWindow) throw new ConnectionError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
     const max = this.#owner.maxMessageBytes;
     c.received += d.length;
     if (c.received > max + 5) {
@@ -515,7 +518,7 @@ class H2cConnection {
     }
     if (d.length) c.chunks.push(d);
     if (flags & END_STREAM) this.#complete(c);
-    else if (c.unacked >= this.#window / 2) {
+    else if (c.unacked >= this.#streamWindow / 2) {
       this.#send(frame(WINDOW_UPDATE, 0, stream, u32(c.unacked)));
       c.unacked = 0;
     }
@@ -523,7 +526,7 @@ class H2cConnection {
 
   /** The connection's window opened again once half of it was taken. */
   #replenish(): void {
-    if (this.dead || this.#recvUnacked < this.#window / 2) return;
+    if (this.dead || this.#recvUnacked < this.#connWindow / 2) return;
     this.#send(frame(WINDOW_UPDATE, 0, 0, u32(this.#recvUnacked)));
     this.#recvWindow += this.#recvUnacked;
     this.#recvUnacked = 0;
