@@ -9,6 +9,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { HpackDecoder } from '../../workers/hpack.js';
 import { criEndpointToTarget } from '../runtime/cri-client.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
+import { KubeletError } from '../util/errors.js';
 import { grpcMessage, grpcTimeout, httpToGrpc, type UnaryStatus, type UnaryTransport } from './unary.js';
 
 // HTTP/2 (RFC 9113) as this client needs it.
@@ -141,12 +142,13 @@ interface Call {
   unacked: number;
 }
 
-class ConnectionError extends Error {
+/** The runtime broke HTTP/2 on the status connection: it is closed with GOAWAY and its calls fail. */
+class H2cProtocolError extends KubeletError {
   constructor(
     message: string,
     readonly h2Code: number,
   ) {
-    super(message);
+    super('ERR_H2C_PROTOCOL', `runtime status connection: ${message}`);
   }
 }
 
@@ -329,8 +331,8 @@ class H2cConnection {
         const len = (b[at]! << 16) | (b[at + 1]! << 8) | b[at + 2]!;
         const type = b[at + 3]!;
         // the server's first frame is SETTINGS; anything else (an HTTP/1 answer) is not HTTP/2
-        if (!this.#sawSettings && type !== SETTINGS) throw new ConnectionError('the runtime did not answer with HTTP/2 SETTINGS', PROTOCOL_ERROR);
-        if (len > DEFAULT_FRAME) throw new ConnectionError(`frame of ${len} bytes over the maximum frame size ${DEFAULT_FRAME}`, FRAME_SIZE_ERROR);
+        if (!this.#sawSettings && type !== SETTINGS) throw new H2cProtocolError('the runtime did not answer with HTTP/2 SETTINGS', PROTOCOL_ERROR);
+        if (len > DEFAULT_FRAME) throw new H2cProtocolError(`frame of ${len} bytes over the maximum frame size ${DEFAULT_FRAME}`, FRAME_SIZE_ERROR);
         if (b.length - at < 9 + len) break;
         const flags = b[at + 4]!;
         const stream = b.readUInt32BE(at + 5) & 0x7fff_ffff;
@@ -341,10 +343,10 @@ class H2cConnection {
       }
       if (at < b.length) this.#buf = at === 0 ? b : b.subarray(at);
     } catch (err) {
-      if (!(err instanceof ConnectionError)) throw err;
+      if (!(err instanceof H2cProtocolError)) throw err;
       this.#send(frame(GOAWAY, 0, 0, Buffer.concat([u32(Math.max(0, this.#nextId - 2)), u32(err.h2Code)])));
       this.#flushNow();
-      this.#fail({ code: GrpcStatus.INTERNAL, details: `HTTP/2 protocol error from the runtime: ${err.message}` });
+      this.#fail({ code: GrpcStatus.INTERNAL, details: `HTTP/2 protocol error: ${err.message}` });
     }
     this.#replenish();
     this.#pump();
@@ -357,35 +359,35 @@ class H2cConnection {
   }
 
   #frame(type: number, flags: number, stream: number, p: Buffer): void {
-    if (this.#block && (type !== CONTINUATION || stream !== this.#block.stream)) throw new ConnectionError('header block interrupted', PROTOCOL_ERROR);
+    if (this.#block && (type !== CONTINUATION || stream !== this.#block.stream)) throw new H2cProtocolError('header block interrupted', PROTOCOL_ERROR);
     switch (type) {
       case SETTINGS:
         return this.#settings(flags, stream, p);
       case PING:
-        if (stream !== 0) throw new ConnectionError('PING on a stream', PROTOCOL_ERROR);
-        if (p.length !== 8) throw new ConnectionError('malformed PING', FRAME_SIZE_ERROR);
+        if (stream !== 0) throw new H2cProtocolError('PING on a stream', PROTOCOL_ERROR);
+        if (p.length !== 8) throw new H2cProtocolError('malformed PING', FRAME_SIZE_ERROR);
         if (!(flags & ACK)) this.#send(frame(PING, ACK, 0, p));
         return;
       case GOAWAY:
         return this.#goaway(stream, p);
       case WINDOW_UPDATE: {
-        if (p.length !== 4) throw new ConnectionError('malformed WINDOW_UPDATE', FRAME_SIZE_ERROR);
+        if (p.length !== 4) throw new H2cProtocolError('malformed WINDOW_UPDATE', FRAME_SIZE_ERROR);
         const inc = p.readUInt32BE(0) & 0x7fff_ffff;
         if (stream === 0) {
-          if (inc === 0) throw new ConnectionError('WINDOW_UPDATE of 0', PROTOCOL_ERROR);
+          if (inc === 0) throw new H2cProtocolError('WINDOW_UPDATE of 0', PROTOCOL_ERROR);
           this.#sendWindow += inc;
-          if (this.#sendWindow > MAX_WINDOW) throw new ConnectionError('send window over 2^31-1', FLOW_CONTROL_ERROR);
+          if (this.#sendWindow > MAX_WINDOW) throw new H2cProtocolError('send window over 2^31-1', FLOW_CONTROL_ERROR);
         }
         // a stream's window only matters for its one DATA frame, sent when it opened
         return;
       }
       case PUSH_PROMISE:
-        throw new ConnectionError('PUSH_PROMISE with push disabled', PROTOCOL_ERROR);
+        throw new H2cProtocolError('PUSH_PROMISE with push disabled', PROTOCOL_ERROR);
       case HEADERS: {
         this.#checkStream(stream, 'HEADERS');
         let h = unpad(flags, p);
         if (flags & PRIORITY) {
-          if (h.length < 5) throw new ConnectionError('malformed HEADERS', FRAME_SIZE_ERROR);
+          if (h.length < 5) throw new H2cProtocolError('malformed HEADERS', FRAME_SIZE_ERROR);
           h = h.subarray(5);
         }
         this.#block = { stream, parts: [h], size: h.length, endStream: (flags & END_STREAM) !== 0 };
@@ -394,10 +396,10 @@ class H2cConnection {
       }
       case CONTINUATION: {
         const blk = this.#block;
-        if (!blk) throw new ConnectionError('CONTINUATION without HEADERS', PROTOCOL_ERROR);
+        if (!blk) throw new H2cProtocolError('CONTINUATION without HEADERS', PROTOCOL_ERROR);
         blk.parts.push(p);
         blk.size += p.length;
-        if (blk.size > MAX_HEADER_BLOCK) throw new ConnectionError(`header block over ${MAX_HEADER_BLOCK} bytes`, PROTOCOL_ERROR);
+        if (blk.size > MAX_HEADER_BLOCK) throw new H2cProtocolError(`header block over ${MAX_HEADER_BLOCK} bytes`, PROTOCOL_ERROR);
         if (flags & END_HEADERS) this.#endBlock();
         return;
       }
@@ -405,7 +407,7 @@ class H2cConnection {
         return this.#data(flags, stream, p);
       case RST_STREAM: {
         this.#checkStream(stream, 'RST_STREAM');
-        if (p.length !== 4) throw new ConnectionError('malformed RST_STREAM', FRAME_SIZE_ERROR);
+        if (p.length !== 4) throw new H2cProtocolError('malformed RST_STREAM', FRAME_SIZE_ERROR);
         const c = this.#streams.get(stream);
         if (c) this.#end(c, { code: GrpcStatus.UNAVAILABLE, details: `Stream closed with error code ${h2ErrorName(p.readUInt32BE(0))}` });
         return;
@@ -416,16 +418,16 @@ class H2cConnection {
 
   /** Frames on stream 0 or on a stream this side never opened break the protocol. */
   #checkStream(stream: number, what: string): void {
-    if (stream === 0 || stream % 2 === 0 || stream >= this.#nextId) throw new ConnectionError(`${what} on stream ${stream}, which this client did not open`, PROTOCOL_ERROR);
+    if (stream === 0 || stream % 2 === 0 || stream >= this.#nextId) throw new H2cProtocolError(`${what} on stream ${stream}, which this client did not open`, PROTOCOL_ERROR);
   }
 
   #settings(flags: number, stream: number, p: Buffer): void {
-    if (stream !== 0) throw new ConnectionError('SETTINGS on a stream', PROTOCOL_ERROR);
+    if (stream !== 0) throw new H2cProtocolError('SETTINGS on a stream', PROTOCOL_ERROR);
     if (flags & ACK) {
-      if (p.length) throw new ConnectionError('SETTINGS ACK with a payload', FRAME_SIZE_ERROR);
+      if (p.length) throw new H2cProtocolError('SETTINGS ACK with a payload', FRAME_SIZE_ERROR);
       return;
     }
-    if (p.length % 6) throw new ConnectionError('malformed SETTINGS', FRAME_SIZE_ERROR);
+    if (p.length % 6) throw new H2cProtocolError('malformed SETTINGS', FRAME_SIZE_ERROR);
     this.#sawSettings = true;
     for (let i = 0; i < p.length; i += 6) {
       const id = p.readUInt16BE(i);
@@ -435,15 +437,15 @@ class H2cConnection {
           this.#peerMaxStreams = v;
           break;
         case SETTINGS_INITIAL_WINDOW_SIZE:
-          if (v > MAX_WINDOW) throw new ConnectionError('initial window over 2^31-1', FLOW_CONTROL_ERROR);
+          if (v > MAX_WINDOW) throw new H2cProtocolError('initial window over 2^31-1', FLOW_CONTROL_ERROR);
           this.#peerStreamWindow = v;
           break;
         case SETTINGS_MAX_FRAME_SIZE:
-          if (v < DEFAULT_FRAME || v > 0xff_ffff) throw new ConnectionError(`max frame size ${v} out of range`, PROTOCOL_ERROR);
+          if (v < DEFAULT_FRAME || v > 0xff_ffff) throw new H2cProtocolError(`max frame size ${v} out of range`, PROTOCOL_ERROR);
           this.#peerMaxFrame = v;
           break;
         case SETTINGS_ENABLE_PUSH:
-          if (v > 1) throw new ConnectionError('ENABLE_PUSH not 0 or 1', PROTOCOL_ERROR);
+          if (v > 1) throw new H2cProtocolError('ENABLE_PUSH not 0 or 1', PROTOCOL_ERROR);
           break;
         case SETTINGS_HEADER_TABLE_SIZE:
           // this side's encoder keeps no table (literals without indexing): nothing to resize
@@ -454,8 +456,8 @@ class H2cConnection {
   }
 
   #goaway(stream: number, p: Buffer): void {
-    if (stream !== 0) throw new ConnectionError('GOAWAY on a stream', PROTOCOL_ERROR);
-    if (p.length < 8) throw new ConnectionError('malformed GOAWAY', FRAME_SIZE_ERROR);
+    if (stream !== 0) throw new H2cProtocolError('GOAWAY on a stream', PROTOCOL_ERROR);
+    if (p.length < 8) throw new H2cProtocolError('malformed GOAWAY', FRAME_SIZE_ERROR);
     const last = p.readUInt32BE(0) & 0x7fff_ffff;
     const code = p.readUInt32BE(4);
     this.draining = true;
@@ -474,7 +476,7 @@ class H2cConnection {
       // decoded even for a stream already given up: the dynamic table is the connection's
       fields = this.#hpack.decode(blk.parts.length === 1 ? blk.parts[0]! : Buffer.concat(blk.parts, blk.size));
     } catch (err) {
-      throw new ConnectionError(`header block: ${(err as Error).message}`, COMPRESSION_ERROR);
+      throw new H2cProtocolError(`header block: ${(err as Error).message}`, COMPRESSION_ERROR);
     }
     const c = this.#streams.get(blk.stream);
     if (!c) return;
@@ -482,7 +484,7 @@ class H2cConnection {
       c.gotHeaders = true;
       for (const [n, v] of fields) if (n === ':status') c.httpStatus = Number(v);
     } else if (!blk.endStream) {
-      throw new ConnectionError(`trailers without END_STREAM on stream ${blk.stream}`, PROTOCOL_ERROR);
+      throw new H2cProtocolError(`trailers without END_STREAM on stream ${blk.stream}`, PROTOCOL_ERROR);
     }
     let code: string | undefined;
     let message = '';
@@ -501,14 +503,14 @@ class H2cConnection {
     this.#checkStream(stream, 'DATA');
     // flow control counts the whole payload, padding included
     this.#recvWindow -= p.length;
-    if (this.#recvWindow < 0) throw new ConnectionError('the runtime sent past the connection window', FLOW_CONTROL_ERROR);
+    if (this.#recvWindow < 0) throw new H2cProtocolError('the runtime sent past the connection window', FLOW_CONTROL_ERROR);
     this.#recvUnacked += p.length;
     const c = this.#streams.get(stream);
     const d = unpad(flags, p);
     if (!c) return;
-    if (!c.gotHeaders) throw new ConnectionError(`DATA before HEADERS on stream ${stream}`, PROTOCOL_ERROR);
+    if (!c.gotHeaders) throw new H2cProtocolError(`DATA before HEADERS on stream ${stream}`, PROTOCOL_ERROR);
     c.unacked += p.length;
-    if (c.unacked > this.#streamWindow) throw new ConnectionError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
+    if (c.unacked > this.#streamWindow) throw new H2cProtocolError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
     const max = this.#owner.maxMessageBytes;
     c.received += d.length;
     if (c.received > max + 5) {
@@ -591,7 +593,7 @@ class H2cConnection {
 
 function unpad(flags: number, p: Buffer): Buffer {
   if (!(flags & PADDED)) return p;
-  if (p.length < 1 || p[0]! >= p.length) throw new ConnectionError('bad padding', PROTOCOL_ERROR);
+  if (p.length < 1 || p[0]! >= p.length) throw new H2cProtocolError('bad padding', PROTOCOL_ERROR);
   return p.subarray(1, p.length - p[0]!);
 }
 
