@@ -466,6 +466,8 @@ class H2cConnection {
       if (id > last) this.#end(c, { code: GrpcStatus.UNAVAILABLE, details: `the runtime closed the connection (GOAWAY ${h2ErrorName(code)}) before taking the call` });
     }
     this.#owner.retire(this);
+    // nothing left to finish: the connection goes now
+    this.#maybeRetire();
   }
 
   #endBlock(): void {

@@ -256,6 +256,32 @@ test('GOAWAY fails the streams above its last-stream-id, lets the others finish,
   );
 });
 
+test('a GOAWAY with nothing in flight closes the connection at once', async () => {
+  let closed!: () => void;
+  const serverSawClose = new Promise<void>((r) => (closed = r));
+  await withFrameServer(
+    (f, sock, conn) => {
+      if (f.type !== 0 || !(f.flags & 1)) return;
+      answer(sock, f.stream, Buffer.from(`conn ${conn}`));
+      if (conn === 1) {
+        sock.write(frame(7, 0, 0, Buffer.from([0, 0, 0, 1, 0, 0, 0, 0])));
+        sock.on('end', closed);
+      }
+    },
+    async (endpoint, conns) => {
+      const unary = new H2cUnary({ runtimeEndpoint: endpoint, maxMessageBytes: 1024, flowControlWindow: 1 << 20 });
+      try {
+        assert.equal((await unary.call(PATH, Buffer.from('a'), 10_000)).toString(), 'conn 1');
+        await serverSawClose;
+        assert.equal((await unary.call(PATH, Buffer.from('b'), 10_000)).toString(), 'conn 2');
+        assert.equal(conns(), 2);
+      } finally {
+        unary.close();
+      }
+    },
+  );
+});
+
 test('RST_STREAM from the runtime fails that call only', async () => {
   await withFrameServer(
     (f, sock) => {
