@@ -9,7 +9,7 @@ import type { Logger } from '../util/log.js';
 import type { PodCache } from './cache.js';
 import { EventedPLEG, eventedPlegEnabled } from './evented.js';
 import { GENERIC_RELIST_PERIOD_MS, GENERIC_RELIST_THRESHOLD_MS, GenericPLEG } from './generic.js';
-import { LeanCriLister } from './relist-source.js';
+import { LeanCriLister, type StatusTransport } from './relist-source.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from './types.js';
 
 export { PodCache } from './cache.js';
@@ -38,7 +38,7 @@ export interface CreatePlegOptions {
   /** KubeletConfiguration featureGates; EventedPLEG turns the evented PLEG on. */
   featureGates?: Record<string, boolean>;
   /** How single status reads travel (LeanCriListerOptions.statusTransport; the benchmark compares). */
-  statusTransport?: 'http2' | 'grpc-js';
+  statusTransport?: StatusTransport;
 }
 
 export interface Pleg {

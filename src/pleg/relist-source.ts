@@ -15,7 +15,8 @@ import type { ContainerStatusSource } from './status.js';
 import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandboxStatusWithContainers, encodeIdRequest } from './wire-status.js';
 import { decodeContainerList, decodeSandboxList, emptyListStats, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
-import { Http2Unary } from './unary.js';
+import { Http2Unary, type UnaryTransport } from './unary.js';
+import { H2cUnary } from './h2c.js';
 
 export interface RelistSource {
   /**
@@ -62,10 +63,11 @@ export interface LeanCriListerOptions {
   /** HTTP/2 receive window of the channel (bytes); default LEAN_FLOW_CONTROL_WINDOW. */
   flowControlWindow?: number;
   /**
-   * How single status reads travel: `http2` (default) on a connection of their own through
-   * node:http2 (unary.ts), `grpc-js` on the lister's grpc-js channel (the benchmark's baseline).
+   * How single status reads travel: `h2c` (default) on a multiplexed connection of their own
+   * through the lean client (h2c.ts), `http2` the same through node:http2 (unary.ts), `grpc-js`
+   * on the lister's grpc-js channel (the last two are the benchmark's baselines).
    */
-  statusTransport?: 'http2' | 'grpc-js';
+  statusTransport?: StatusTransport;
 }
 
 /**
@@ -85,22 +87,27 @@ export function leanChannelOptions(opts: { maxMessageBytes?: number; flowControl
   };
 }
 
+/** How the lister's single status reads travel (LeanCriListerOptions.statusTransport). */
+export type StatusTransport = 'h2c' | 'http2' | 'grpc-js';
+
 export class LeanCriLister implements RelistSource, ContainerEventSource, ContainerStatusSource {
   readonly #client: grpc.Client;
   readonly #timeoutMs: number;
   readonly #runtimeName: string;
-  readonly #unary?: Http2Unary;
+  readonly #unary?: UnaryTransport;
 
   constructor(opts: LeanCriListerOptions) {
     this.#timeoutMs = opts.timeoutMs;
     this.#runtimeName = opts.runtimeName ?? 'containerd';
     this.#client = new grpc.Client(criEndpointToTarget(opts.runtimeEndpoint), grpc.credentials.createInsecure(), leanChannelOptions(opts));
-    if ((opts.statusTransport ?? 'http2') === 'http2') {
-      this.#unary = new Http2Unary({
+    const transport = opts.statusTransport ?? 'h2c';
+    if (transport !== 'grpc-js') {
+      const unaryOpts = {
         runtimeEndpoint: opts.runtimeEndpoint,
         maxMessageBytes: opts.maxMessageBytes ?? 256 * 1024 * 1024,
         flowControlWindow: opts.flowControlWindow ?? LEAN_FLOW_CONTROL_WINDOW,
-      });
+      };
+      this.#unary = transport === 'h2c' ? new H2cUnary(unaryOpts) : new Http2Unary(unaryOpts);
     }
   }
 

@@ -36,7 +36,7 @@ export interface Http2UnaryOptions {
 }
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2). */
-function grpcMessage(v: unknown): string {
+export function grpcMessage(v: unknown): string {
   const s = Array.isArray(v) ? String(v[0] ?? '') : typeof v === 'string' ? v : '';
   if (!s.includes('%')) return s;
   try {
@@ -47,7 +47,7 @@ function grpcMessage(v: unknown): string {
 }
 
 /** HTTP status → gRPC code when a response is not gRPC (the spec's mapping). */
-function httpToGrpc(status: number): number {
+export function httpToGrpc(status: number): number {
   switch (status) {
     case 400:
       return GrpcStatus.INTERNAL;
@@ -76,7 +76,13 @@ export function grpcTimeout(ms: number): string {
   return `${Math.min(99_999_999, Math.ceil(s / 3600))}H`;
 }
 
-export class Http2Unary {
+/** A unary call transport: the lean h2c client (h2c.ts) or node:http2 (Http2Unary). */
+export interface UnaryTransport {
+  call(path: string, request: Buffer, timeoutMs: number): Promise<Buffer>;
+  close(): void;
+}
+
+export class Http2Unary implements UnaryTransport {
   readonly #socketPath: string;
   readonly #opts: Http2UnaryOptions;
   #session?: http2.ClientHttp2Session;

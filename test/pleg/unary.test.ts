@@ -10,6 +10,13 @@ import { SimRuntime, SimRuntimeError } from '../../src/sim/sim-runtime.js';
 import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
 import { LeanCriLister } from '../../src/pleg/relist-source.js';
 import { Http2Unary, grpcTimeout, type UnaryStatus } from '../../src/pleg/unary.js';
+import { H2cUnary } from '../../src/pleg/h2c.js';
+
+/** Both unary transports: the lean h2c client (the default) and node:http2 (the bench's baseline). */
+const TRANSPORTS = [
+  ['h2c', H2cUnary, 'h2c.js'],
+  ['http2', Http2Unary, 'unary.js'],
+] as const;
 import { encodeIdRequest } from '../../src/pleg/wire-status.js';
 import { CriError } from '../../src/runtime/cri-errors.js';
 
@@ -28,9 +35,9 @@ async function withSim(fn: (s: SimRuntimeServer, dir: string) => Promise<void>):
 
 const SANDBOX_STATUS = '/runtime.v1.RuntimeService/PodSandboxStatus';
 
-test('status reads over node:http2 decode exactly what the grpc-js channel decodes; a gone id is null', async () => {
+for (const [name] of TRANSPORTS) test(`status reads over ${name} decode exactly what the grpc-js channel decodes; a gone id is null`, async () => {
   await withSim(async (s) => {
-    const lean = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const lean = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000, statusTransport: name });
     const old = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000, statusTransport: 'grpc-js' });
     try {
       const before = s.calls.get('PodSandboxStatus') ?? 0;
@@ -56,9 +63,9 @@ test('status reads over node:http2 decode exactly what the grpc-js channel decod
   });
 });
 
-test('a failed status read carries the runtime\'s gRPC code and message, as on the grpc-js channel', async () => {
+for (const [name, Unary] of TRANSPORTS) test(`a failed status read over ${name} carries the runtime's gRPC code and message, as on the grpc-js channel`, async () => {
   await withSim(async (s) => {
-    const unary = new Http2Unary({ runtimeEndpoint: s.endpoint, maxMessageBytes: 1 << 20, flowControlWindow: 1 << 20 });
+    const unary = new Unary({ runtimeEndpoint: s.endpoint, maxMessageBytes: 1 << 20, flowControlWindow: 1 << 20 });
     try {
       const err = (await unary.call(SANDBOX_STATUS, encodeIdRequest('no-such-sandbox'), 10_000).then(
         () => assert.fail('expected NOT_FOUND'),
@@ -75,7 +82,7 @@ test('a failed status read carries the runtime\'s gRPC code and message, as on t
       unary.close();
     }
     // through the lister: a CriError naming the method, like the grpc-js path's
-    const lean = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000 });
+    const lean = new LeanCriLister({ runtimeEndpoint: s.endpoint, timeoutMs: 10_000, statusTransport: name });
     try {
       s.runtime.containerStatus = () => {
         throw new SimRuntimeError('FAILED_PRECONDITION', 'runtime is busy: 50% done');
@@ -87,13 +94,13 @@ test('a failed status read carries the runtime\'s gRPC code and message, as on t
   });
 });
 
-test('the connection is reopened after the runtime restarts on the same socket', async () => {
+for (const [name] of TRANSPORTS) test(`the ${name} connection is reopened after the runtime restarts on the same socket`, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'kts-unary-'));
   const socketPath = join(dir, 'sim.sock');
   const runtime = new SimRuntime({ seed: 6 });
   runtime.populate({ containers: 3 });
   let server = await startSimRuntimeServer({ runtime, socketPath });
-  const lean = new LeanCriLister({ runtimeEndpoint: server.endpoint, timeoutMs: 10_000 });
+  const lean = new LeanCriLister({ runtimeEndpoint: server.endpoint, timeoutMs: 10_000, statusTransport: name });
   try {
     const id = [...runtime.sandboxes.keys()][0]!;
     assert.equal((await lean.sandboxStatus(id))?.id, id);
@@ -129,11 +136,11 @@ async function withRawServer(answer: (s: http2.ServerHttp2Stream) => void, fn: (
   }
 }
 
-test('a runtime that does not answer fails the call with DEADLINE_EXCEEDED at its deadline', async () => {
+for (const [name, Unary] of TRANSPORTS) test(`a runtime that does not answer fails the ${name} call with DEADLINE_EXCEEDED at its deadline`, async () => {
   await withRawServer(
     () => undefined,
     async (endpoint) => {
-      const unary = new Http2Unary({ runtimeEndpoint: endpoint, maxMessageBytes: 1 << 20, flowControlWindow: 1 << 20 });
+      const unary = new Unary({ runtimeEndpoint: endpoint, maxMessageBytes: 1 << 20, flowControlWindow: 1 << 20 });
       try {
         await assert.rejects(unary.call(SANDBOX_STATUS, encodeIdRequest('a'), 50), (e: UnaryStatus) => e.code === GrpcStatus.DEADLINE_EXCEEDED);
       } finally {
@@ -143,7 +150,7 @@ test('a runtime that does not answer fails the call with DEADLINE_EXCEEDED at it
   );
 });
 
-test('responses are checked: size limit, framing, compression flag, a missing grpc-status, a non-gRPC HTTP status', async () => {
+for (const [tname, Unary] of TRANSPORTS) test(`${tname} responses are checked: size limit, framing, compression flag, a missing grpc-status, a non-gRPC HTTP status`, async () => {
   const frame = (flag: number, declared: number, body: Buffer): Buffer => Buffer.concat([Buffer.from([flag, declared >>> 24, (declared >>> 16) & 255, (declared >>> 8) & 255, declared & 255]), body]);
   const cases: Array<[string, (s: http2.ServerHttp2Stream) => void, number, RegExp]> = [
     ['too large', (s) => (s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true }), s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' })), s.end(frame(0, 4096, Buffer.alloc(4096)))), GrpcStatus.RESOURCE_EXHAUSTED, /larger than max/],
@@ -155,7 +162,7 @@ test('responses are checked: size limit, framing, compression flag, a missing gr
   ];
   for (const [name, answer, code, details] of cases) {
     await withRawServer(answer, async (endpoint) => {
-      const unary = new Http2Unary({ runtimeEndpoint: endpoint, maxMessageBytes: 1024, flowControlWindow: 1 << 20 });
+      const unary = new Unary({ runtimeEndpoint: endpoint, maxMessageBytes: 1024, flowControlWindow: 1 << 20 });
       try {
         await assert.rejects(unary.call(SANDBOX_STATUS, encodeIdRequest('a'), 10_000), (e: UnaryStatus) => {
           assert.equal(e.code, code, name);
@@ -177,7 +184,7 @@ test('grpc-timeout takes at most 8 digits, in the coarsest unit needed', () => {
   assert.equal(grpcTimeout(1e14), '27777778H');
 });
 
-test('a call in flight keeps the process alive; an idle connection does not', async () => {
+for (const [name, Unary, file] of TRANSPORTS) test(`a ${name} call in flight keeps the process alive; an idle connection does not`, async () => {
   // the answer comes 300 ms after the request: a process with nothing else to do must wait for it
   await withRawServer(
     (s) => {
@@ -188,9 +195,9 @@ test('a call in flight keeps the process alive; an idle connection does not', as
       }, 300);
     },
     async (endpoint) => {
-      const mod = new URL('../../src/pleg/unary.js', import.meta.url).href;
-      const code = `import { Http2Unary } from ${JSON.stringify(mod)};
-        const u = new Http2Unary({ runtimeEndpoint: ${JSON.stringify(endpoint)}, maxMessageBytes: 1024, flowControlWindow: 65535 });
+      const mod = new URL(`../../src/pleg/${file}`, import.meta.url).href;
+      const code = `import { ${Unary.name} } from ${JSON.stringify(mod)};
+        const u = new ${Unary.name}({ runtimeEndpoint: ${JSON.stringify(endpoint)}, maxMessageBytes: 1024, flowControlWindow: 65535 });
         const buf = await u.call('/x/Y', Buffer.alloc(0), 10000);
         console.log('answer', buf.toString('hex'));`;
       const out = await new Promise<{ stdout: string; code: number | null }>((resolve) => {
