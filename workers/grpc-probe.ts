@@ -4,7 +4,7 @@
 
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
-import { HpackDecoder } from './hpack.js';
+import { HpackDecoder, hpackLiteral } from './hpack.js';
 import type { GrpcProbeRequest, ProbeOutcome } from './probe.js';
 import { hostPort, reset } from './sockets.js';
 
@@ -108,27 +108,7 @@ function frameHeader(b: Buffer, at: number, len: number, type: number, flags: nu
   b.writeUInt32BE(stream, at + 5);
 }
 
-/** An HPACK integer with an n-bit prefix (RFC 7541 5.1) after `first`'s flag bits. */
-function hpackInt(out: number[], first: number, bits: number, v: number): void {
-  const max = (1 << bits) - 1;
-  if (v < max) { out.push(first | v); return; }
-  out.push(first | max);
-  v -= max;
-  while (v >= 128) { out.push((v & 0x7f) | 0x80); v >>>= 7; }
-  out.push(v);
-}
 
-/** A literal field without indexing, the name by static index (or new when 0), no Huffman. */
-function hpackLiteral(out: number[], nameIndex: number, name: string, value: string): void {
-  hpackInt(out, 0x00, 4, nameIndex);
-  if (!nameIndex) {
-    hpackInt(out, 0x00, 7, name.length);
-    for (let i = 0; i < name.length; i++) out.push(name.charCodeAt(i));
-  }
-  const v = Buffer.from(value, 'latin1');
-  hpackInt(out, 0x00, 7, v.length);
-  for (const c of v) out.push(c);
-}
 
 /**
  * Everything the client sends, in one write: the preface, SETTINGS (no push), the request's

@@ -168,3 +168,31 @@ export class HpackDecoder {
     }
   }
 }
+
+/** Encodes an HPACK integer with an n-bit prefix (RFC 7541 5.1) after `first`'s flag bits. */
+export function hpackInt(out: number[], first: number, bits: number, v: number): void {
+  const max = (1 << bits) - 1;
+  if (v < max) {
+    out.push(first | v);
+    return;
+  }
+  out.push(first | max);
+  v -= max;
+  while (v >= 128) {
+    out.push((v & 0x7f) | 0x80);
+    v >>>= 7;
+  }
+  out.push(v);
+}
+
+/** Encodes a literal field without indexing (no encoder state): the name by static index, or new when 0; no Huffman. */
+export function hpackLiteral(out: number[], nameIndex: number, name: string, value: string): void {
+  hpackInt(out, 0x00, 4, nameIndex);
+  if (!nameIndex) {
+    hpackInt(out, 0x00, 7, name.length);
+    for (let i = 0; i < name.length; i++) out.push(name.charCodeAt(i));
+  }
+  const v = Buffer.from(value, 'utf8');
+  hpackInt(out, 0x00, 7, v.length);
+  for (const c of v) out.push(c);
+}

@@ -6,7 +6,7 @@
 
 import net from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { HpackDecoder } from '../../workers/hpack.js';
+import { HpackDecoder, hpackLiteral } from '../../workers/hpack.js';
 import { criEndpointToTarget } from '../runtime/cri-client.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { KubeletError } from '../util/errors.js';
@@ -70,33 +70,7 @@ function u32(v: number): Buffer {
   return b;
 }
 
-/** An HPACK integer with an n-bit prefix (RFC 7541 5.1) after `first`'s flag bits. */
-function hpackInt(out: number[], first: number, bits: number, v: number): void {
-  const max = (1 << bits) - 1;
-  if (v < max) {
-    out.push(first | v);
-    return;
-  }
-  out.push(first | max);
-  v -= max;
-  while (v >= 128) {
-    out.push((v & 0x7f) | 0x80);
-    v >>>= 7;
-  }
-  out.push(v);
-}
 
-/** A literal field without indexing (no encoder state), the name by static index or new (0), no Huffman. */
-function hpackLiteral(out: number[], nameIndex: number, name: string, value: string): void {
-  hpackInt(out, 0x00, 4, nameIndex);
-  if (!nameIndex) {
-    hpackInt(out, 0x00, 7, name.length);
-    for (let i = 0; i < name.length; i++) out.push(name.charCodeAt(i));
-  }
-  const v = Buffer.from(value, 'utf8');
-  hpackInt(out, 0x00, 7, v.length);
-  for (const c of v) out.push(c);
-}
 
 /** The request header block of a gRPC unary call: the fields node:http2's path sent. */
 export function requestHeaderBlock(path: string, timeout: string): Buffer {
