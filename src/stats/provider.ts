@@ -33,6 +33,8 @@ import {
 
 /** upstream: cAdvisor's housekeeping interval as the kubelet sets it. */
 export const DEFAULT_STATS_HOUSEKEEPING_INTERVAL_MS = 10_000;
+/** The longest an eviction pass waits for re-measured disk figures (a walk stuck on a hung mount must not stop eviction). */
+export const DISK_ACCOUNTING_WAIT_MS = 10_000;
 
 export type StatsBackendName = StatsBackend;
 
@@ -298,7 +300,10 @@ export class StatsProvider {
   async refreshDiskAccounting(): Promise<StatsSnapshot> {
     await this.refresh();
     if (this.#fsUsage) {
-      await this.#fsUsage.remeasure();
+      // bounded: past the wait the ranking takes what the cache has
+      let timer: { cancel(): void } | undefined;
+      await Promise.race([this.#fsUsage.remeasure(), new Promise<void>((r) => { timer = this.#clock.setTimeout(r, DISK_ACCOUNTING_WAIT_MS); })]);
+      timer?.cancel();
     }
     // a read that began before the measurements ended would carry the old figures
     await this.#inflight?.catch(() => undefined);

@@ -23,7 +23,7 @@ import type { CgroupMounts } from '../../src/cgroups/index.js';
 import type { CgroupReader, CgroupRef, CgroupSampleBatch } from '../../src/stats/cgroup-sample.js';
 import { buildCriPodStats, fetchCriStats, type CriStatsSource } from '../../src/stats/cri-backend.js';
 import { parseLoadavgTasks, parseMeminfo, parseProcStat } from '../../src/stats/node-stats.js';
-import { StatsProvider, containerIdOf, statsCgroupRef, type StatsHost } from '../../src/stats/provider.js';
+import { DISK_ACCOUNTING_WAIT_MS, StatsProvider, containerIdOf, statsCgroupRef, type StatsHost } from '../../src/stats/provider.js';
 import { statsRoutes, type SummarySource } from '../../src/stats/routes.js';
 import { CpuRateTracker } from '../../src/stats/summary.js';
 import type { Handler } from '../../src/server/server.js';
@@ -160,6 +160,22 @@ describe('StatsProvider', () => {
 
   const provider = (extra: Partial<ConstructorParameters<typeof StatsProvider>[0]> = {}): StatsProvider =>
     new StatsProvider({ host, log, mounts: tree.mounts, native: { reader }, procDir: procDir(), housekeepingIntervalMs: INTERVAL, ...extra });
+
+  it('refreshDiskAccounting waits for re-measured disk figures at most DISK_ACCOUNTING_WAIT_MS (a hung walk does not stop eviction)', async () => {
+    (host.config as { volumeStatsAggPeriod?: number }).volumeStatsAggPeriod = 60_000;
+    let walks = 0;
+    // a filesystem walk that never answers (a hung mount)
+    const p = provider({ measureFs: () => { walks++; return new Promise(() => {}); } });
+    await p.refresh();
+    let done = false;
+    const pending = p.refreshDiskAccounting().then(() => { done = true; });
+    for (let i = 0; i < 50 && !done; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(done, false, 'waits for the measurement');
+    host.clock.step(DISK_ACCOUNTING_WAIT_MS);
+    await pending;
+    assert.ok(walks >= 1);
+    p.stop();
+  });
 
   it('maps pods and running containers to their cgroups', async () => {
     const p = provider();
