@@ -469,6 +469,10 @@ async function simDensity(n: number, restS: number, log: (l: string) => void): P
         `readOnlyPort: ${port}`,
         'healthzPort: 0',
         'fileCheckFrequency: 20s',
+        // standalone: no API server for webhook authn/authz (upstream refuses them); no secure port
+        'authentication: {webhook: {enabled: false}}',
+        'authorization: {mode: AlwaysAllow}',
+        'enableServer: false',
         // upstream's default (110) would refuse the rest at admission (OutOfpods)
         `maxPods: ${n}`,
         '',

@@ -279,6 +279,10 @@ async function main(): Promise<number> {
       'readOnlyPort: ' + port,
       'healthzPort: 0',
       'fileCheckFrequency: 20s',
+      // standalone: no API server for webhook authn/authz (upstream refuses them); no secure port
+      'authentication: {webhook: {enabled: false}}',
+      'authorization: {mode: AlwaysAllow}',
+      'enableServer: false',
       '',
     ].join('\n'),
   );

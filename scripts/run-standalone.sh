@@ -16,7 +16,7 @@ kubelet-ts is starting. In another shell:
   curl -s http://127.0.0.1:10248/healthz?verbose          # ping; runtime, PLEG and sync loop trouble as warn: lines
 MSG
 exec node bin/kubelet-ts.mjs \
-  --config examples/kubelet-config.yaml \
+  --config examples/kubelet-config-standalone.yaml \
   --container-runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" \
   --pod-manifest-path "$PWD/examples/static-pods" \
   --root-dir /var/lib/kubelet-ts/kubelet "$@"

@@ -2,7 +2,7 @@
 // stop on SIGTERM/SIGINT within a bounded time (pods keep running); a second signal exits at
 // once. A bad flag or config field exits non-zero before anything touches the runtime.
 
-import { loadConfig, usage, ConfigError } from './config/index.js';
+import { loadConfig, usage, ConfigError, validateStandaloneAuth } from './config/index.js';
 import { Kubelet, nodeNameFrom } from './kubelet/kubelet.js';
 import { buildDependencies } from './kubelet/dependencies.js';
 import { KubeletServer } from './server/server.js';
@@ -13,7 +13,6 @@ import { setupNodeResources } from './kubelet/node-resources.js';
 import { metricsHandler } from './server/server.js';
 import { buildSecureServing } from './server/secure.js';
 import { containerRoutes } from './server/kubelet-host.js';
-import { isKubeletError } from './util/errors.js';
 import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
@@ -46,6 +45,13 @@ export async function main(argv: string[]): Promise<number> {
   if (flags.help) {
     process.stdout.write(usage());
     return 0;
+  }
+  try {
+    // upstream refuses webhook authn/authz without an API server client, before starting anything
+    validateStandaloneAuth(config, flags.kubeconfig, flags.configFile || undefined);
+  } catch (err) {
+    process.stderr.write(`kubelet-ts: ${(err as Error).message}\n`);
+    return 1;
   }
   setVerbosity(flags.verbosity ?? 0);
   const log = rootLogger;
@@ -109,12 +115,8 @@ export async function main(argv: string[]): Promise<number> {
         streaming: containerRoutes(kubelet, deps.cri, config),
       });
     } catch (err) {
-      // Upstream exits here; without --kubeconfig (standalone) webhook authn/authz cannot work, so kubelet-ts keeps running without 10250 and says so.
-      if (!isKubeletError(err, 'ERR_SERVER_AUTH_CONFIG')) {
-        log.error('Failed to start kubelet-ts', { err: (err as Error).message });
-        return 1;
-      }
-      log.error('Not serving the kubelet API (port)', { port: config.port, err: (err as Error).message });
+      log.error('Failed to start kubelet-ts', { err: (err as Error).message });
+      return 1;
     }
   }
   let resources;

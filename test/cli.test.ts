@@ -117,6 +117,15 @@ describe('kubelet-ts command line', () => {
     assert.match(r.stderr, /larger than the limit of 1048576 bytes/);
   });
 
+  it('refuses webhook authn/authz standalone (the config file\'s defaults, no --kubeconfig), naming both fields, as upstream', async () => {
+    const r = await withConfig(HEAD);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /authentication\.webhook\.enabled: is true, but webhook authentication needs an API server client \(--kubeconfig\)/);
+    assert.match(r.stderr, /authorization\.mode: is "Webhook", but webhook authorization needs an API server client \(--kubeconfig\)/);
+    assert.ok(r.stderr.includes(r.file), r.stderr);
+    assert.doesNotMatch(r.stderr, /Started kubelet/);
+  });
+
   it('refuses a document nested thousands deep without crashing', async () => {
     const r = await withConfig(`${'- '.repeat(5000)}x\n`);
     assert.equal(r.code, 1, `exit ${r.code}: ${r.stderr.slice(0, 300)}`);

@@ -44,7 +44,7 @@ export {
   parseKubeletConfigFile,
 } from './decode.js';
 export { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
-export { validateKubeletConfig } from './validation.js';
+export { validateKubeletConfig, validateStandaloneAuth } from './validation.js';
 export { IMPLEMENTED_FEATURE_GATES, KNOWN_FEATURE_GATES } from './feature-gates.js';
 export {
   applyFlagOverrides,

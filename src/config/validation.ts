@@ -336,3 +336,29 @@ function validateEnforceNodeAllocatable(c: KubeletConfig, bad: (field: string, d
     if (!c.cgroupsPerQOS) bad('cgroupsPerQOS', `must be set to true when ${JSON.stringify(val)} is in enforceNodeAllocatable`);
   }
 }
+
+/**
+ * upstream BuildAuth: webhook authentication and webhook authorization send TokenReviews and
+ * SubjectAccessReviews through the API server client, so a standalone kubelet (no --kubeconfig)
+ * with either on refuses to start (upstream: "no client provided, cannot use webhook
+ * authentication"). The config file's defaults have both on: a standalone config turns them off.
+ */
+export function validateStandaloneAuth(c: KubeletConfig, kubeconfig: string | undefined, source?: string): void {
+  if (kubeconfig) return;
+  const issues: ConfigIssue[] = [];
+  if (c.authentication.webhook.enabled) {
+    issues.push({
+      field: 'authentication.webhook.enabled',
+      detail: 'is true, but webhook authentication needs an API server client (--kubeconfig) to send TokenReviews with; '
+        + 'standalone (no --kubeconfig), set it to false or give --kubeconfig',
+    });
+  }
+  if (c.authorization.mode === 'Webhook') {
+    issues.push({
+      field: 'authorization.mode',
+      detail: 'is "Webhook", but webhook authorization needs an API server client (--kubeconfig) to send SubjectAccessReviews with; '
+        + 'standalone (no --kubeconfig), set it to "AlwaysAllow" or give --kubeconfig',
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues[0]!.field, issues[0]!.detail, source, issues);
+}

@@ -197,6 +197,7 @@ export class Kubelet {
       log: this.log,
       nodeName: this.nodeName,
       hostIPs: () => this.hostIPs,
+      nodeAllocatableMemoryBytes: () => this.admissionNode().allocatable.memory,
       objects: deps.apiClient && this.objects && new ManagedObjectSource(this.objects, new ApiObjectSource({ client: deps.apiClient, clock: this.clock, strategy: this.config.configMapAndSecretChangeDetectionStrategy })),
     });
     this.dns = new DNSConfigurer({

@@ -93,6 +93,8 @@ export interface H2cUnaryOptions {
   flowControlWindow: number;
   /** Deadlines of calls. */
   clock?: Clock;
+  /** Where each connection's stream ids start (odd, default 1): tests start near 2^31-1 to use them up. */
+  firstStreamId?: number;
 }
 
 /** One call: queued until the connection may open its stream, then in flight until it ends. */
@@ -136,7 +138,7 @@ class H2cConnection {
   readonly #hpack = new HpackDecoder();
   readonly #streams = new Map<number, Call>();
   readonly #queue: Call[] = [];
-  #nextId = 1;
+  #nextId: number;
   #buf: Buffer | undefined;
   #out: Buffer[] = [];
   #flushing = false;
@@ -156,8 +158,9 @@ class H2cConnection {
   draining = false;
   dead = false;
 
-  constructor(owner: H2cUnary, socketPath: string, window: number) {
+  constructor(owner: H2cUnary, socketPath: string, window: number, firstStreamId = 1) {
     this.#owner = owner;
+    this.#nextId = firstStreamId;
     this.#streamWindow = Math.min(MAX_WINDOW, Math.max(1, Math.floor(window)));
     this.#connWindow = Math.max(DEFAULT_WINDOW, this.#streamWindow);
     this.#recvWindow = this.#connWindow;
@@ -230,7 +233,8 @@ class H2cConnection {
       }
       if (body > this.#sendWindow) return;
       if (this.#nextId > MAX_STREAM_ID) {
-        // stream ids used up: the calls left go to a new connection
+        // stream ids used up (RFC 9113 5.1.1): the calls left go to a new connection, this one
+        // closes once its streams are done
         this.draining = true;
         break;
       }
@@ -546,6 +550,8 @@ class H2cConnection {
   /** A draining connection with nothing left in flight goes away. */
   #maybeRetire(): void {
     if (this.draining && !this.dead && this.#streams.size === 0 && this.#queue.length === 0) {
+      // RFC 9113 6.8: a GOAWAY before closing (no server-initiated stream was processed: push is off)
+      this.#out.push(frame(GOAWAY, 0, 0, Buffer.concat([u32(0), u32(0)])));
       this.dead = true;
       this.#flushNow();
       this.#sock.end();
@@ -647,7 +653,7 @@ export class H2cUnary implements UnaryTransport {
     }
     let conn = this.#conn;
     if (!conn || conn.draining) {
-      conn = new H2cConnection(this, this.#socketPath, this.#opts.flowControlWindow);
+      conn = new H2cConnection(this, this.#socketPath, this.#opts.flowControlWindow, this.#opts.firstStreamId);
       this.#conn = conn;
     }
     conn.submit(c);

@@ -313,10 +313,10 @@ export function generateAPIPodStatus(inputs: StatusInputs): PodStatus {
     pod, s.containerStatuses, s.initContainerStatuses, inputs.podIsTerminal === true,
     hasAnyActiveRegularContainerStarted(pod, runtime),
   );
-  if (!isTerminalPhase(phase)) {
-    if (isTerminalPhase(oldStatus.phase)) phase = oldStatus.phase!;
-    else if (isTerminalPhase(apiStatus.phase)) phase = apiStatus.phase!;
-  }
+  // a terminal phase the kubelet already set wins over the containers' (an evicted pod whose
+  // container exits 0 on SIGTERM stays Failed/Evicted; a pod past its deadline stays Failed)
+  if (isTerminalPhase(oldStatus.phase)) phase = oldStatus.phase!;
+  else if (!isTerminalPhase(phase) && isTerminalPhase(apiStatus.phase)) phase = apiStatus.phase!;
   if (phase === oldStatus.phase) {
     // the reason and message belong to the phase (e.g. Evicted, DeadlineExceeded)
     const reason = oldStatus.reason || apiStatus.reason;

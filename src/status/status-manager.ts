@@ -99,10 +99,16 @@ export class StatusManager {
     const prev = this.statuses.get(uid);
     let next = status;
     // Never from a terminal phase back to a running one (the API's copy counts too).
-    const was = prev?.status.phase ?? (this.o.getPod?.(uid) ?? pod).status?.phase;
-    if (isTerminal(was) && !isTerminal(next.phase)) {
-      this.log.warn('Refusing to move a pod from a terminal phase back', { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, from: was, to: next.phase });
-      next = { ...next, phase: was as PodStatus['phase'] };
+    // Never out of a terminal phase, nor from one terminal phase to the other (an evicted pod
+    // stays Failed/Evicted): the phase keeps its reason and message.
+    const wasStatus = prev?.status ?? (this.o.getPod?.(uid) ?? pod).status;
+    const was = wasStatus?.phase;
+    if (isTerminal(was) && next.phase !== was) {
+      this.log.warn('Refusing to move a pod out of a terminal phase', { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, from: was, to: next.phase });
+      const { reason: _r, message: _m, ...rest } = next;
+      next = { ...rest, phase: was };
+      if (wasStatus?.reason) next.reason = wasStatus.reason;
+      if (wasStatus?.message) next.message = wasStatus.message;
     }
     if (prev && isDeepStrictEqual(prev.status, next)) return;
     const e: Entry = prev ?? {

@@ -67,6 +67,8 @@ export interface ApiVolumeContext {
   downward: DownwardAPIContext;
   /** Ownership for the pod's fsGroup, run on the volume before a new payload is swapped in. */
   setPerms?: (volumeDir: string) => Promise<void>;
+  /** The `size=` of the secret and projected tmpfs (memoryVolumeSizeBytes); undefined: no cap known. */
+  tmpfsSizeBytes?: number;
 }
 
 /** upstream's event text for a failed SetUp. */
@@ -149,7 +151,7 @@ async function setUpPayloadVolume(ctx: ApiVolumeContext, volumeName: string, plu
   }
   try {
     if (medium === 'tmpfs') {
-      await ensureTmpfs(dir, volumeName, ctx.mounter);
+      await ensureTmpfs(dir, volumeName, ctx.mounter, ctx.tmpfsSizeBytes);
     } else {
       await mkdir(dir, { recursive: true, mode: 0o750 });
       // upstream wraps a disk emptyDir: 0777 whatever the umask

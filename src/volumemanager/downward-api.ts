@@ -58,11 +58,11 @@ export function collectDownwardAPIData(volumeName: string, pod: Pod, items: read
  * Writes the volume at `<podDir>/volumes/kubernetes.io~downward-api/<name>`, on a tmpfs as
  * upstream (its wrapped emptyDir is memory-backed); returns its path.
  */
-export async function setUpDownwardAPI(podDirectory: string, volumeName: string, pod: Pod, source: { items?: unknown[]; defaultMode?: number }, ctx: DownwardAPIContext, clock: Clock, mounter: Mounter, setPerms?: (dir: string) => Promise<void>): Promise<string> {
+export async function setUpDownwardAPI(podDirectory: string, volumeName: string, pod: Pod, source: { items?: unknown[]; defaultMode?: number }, ctx: DownwardAPIContext, clock: Clock, mounter: Mounter, setPerms?: (dir: string) => Promise<void>, tmpfsSizeBytes?: number): Promise<string> {
   const dir = confinedJoin(podDirectory, 'volumes', DOWNWARD_API_PLUGIN, volumeName);
   const payload = collectDownwardAPIData(volumeName, pod, (source.items ?? []) as DownwardAPIItem[], source.defaultMode, ctx);
   try {
-    await ensureTmpfs(dir, volumeName, mounter);
+    await ensureTmpfs(dir, volumeName, mounter, tmpfsSizeBytes);
     await writeAtomically(dir, payload, clock, { setPerms });
   } catch (err) {
     if (err instanceof VolumeSetupError) throw err;

@@ -1,5 +1,6 @@
 // The emptyDir plugin (upstream pkg/volume/emptydir): a directory under the pod's volumes dir,
-// mode 0777 whatever the umask; `medium: Memory` mounts a tmpfs there, capped at sizeLimit.
+// mode 0777 whatever the umask; `medium: Memory` mounts a tmpfs there, capped at sizeLimit
+// (and at the node's allocatable memory and the pod's memory limit, as upstream).
 
 import { access, chmod, mkdir, writeFile } from 'node:fs/promises';
 import { posix } from 'node:path';
@@ -8,6 +9,7 @@ import { confinedJoin } from '../util/safe-path.js';
 import { VolumeSetupError } from './errors.js';
 import type { Mounter } from './mounter.js';
 import { setVolumeOwnership } from './ownership.js';
+import { lowerToLimit } from './tmpfs.js';
 
 export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
 
@@ -17,7 +19,7 @@ export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
  * later syncs, and a restarted kubelet-ts, leave it as it is (a tmpfs is mounted again if gone).
  * The pod's fsGroup is applied when it is set up, without a change policy, as upstream.
  */
-export async function setUpEmptyDir(podDirectory: string, volumeName: string, source: { medium?: string; sizeLimit?: string | number }, mounter: Mounter, fsGroup?: number): Promise<string> {
+export async function setUpEmptyDir(podDirectory: string, volumeName: string, source: { medium?: string; sizeLimit?: string | number }, mounter: Mounter, fsGroup?: number, memoryCapBytes?: number): Promise<string> {
   const dir = confinedJoin(podDirectory, 'volumes', EMPTY_DIR_PLUGIN, volumeName);
   const readyFile = confinedJoin(podDirectory, 'plugins', EMPTY_DIR_PLUGIN, volumeName, 'ready');
   const medium = source.medium ?? '';
@@ -35,7 +37,8 @@ export async function setUpEmptyDir(podDirectory: string, volumeName: string, so
         if (source.sizeLimit !== undefined && source.sizeLimit !== '') {
           size = parseQuantity(source.sizeLimit).value();
         }
-        await mounter.mountTmpfs(dir, size && size > 0 ? size : undefined);
+        // memoryCapBytes: node allocatable lowered to the pod's limit (memoryVolumeSizeBytes)
+        await mounter.mountTmpfs(dir, lowerToLimit(memoryCapBytes, size));
       }
     }
     // upstream: the volume is 0777 so any container user can write

@@ -20,6 +20,7 @@ import { setUpConfigMap, setUpProjected, setUpSecret, CONFIGMAP_PLUGIN, PROJECTE
 import { StandaloneObjectSource, VolumeObjectError, type VolumeObjectSource } from './object-source.js';
 import { TokenManager } from './token-manager.js';
 import { setVolumeOwnership } from './ownership.js';
+import { memoryVolumeSizeBytes } from './tmpfs.js';
 import { isStaticPod } from '../runtime/resources.js';
 
 /** One set-up volume: where it is on the host and how the plugin wants it mounted. */
@@ -40,6 +41,8 @@ export interface VolumeManagerOptions {
   nodeName: string;
   hostIPs: () => string[];
   nodeAllocatable?: ResourceList;
+  /** The node's allocatable memory now (upstream's volume host GetNodeAllocatable): caps memory-backed volumes. */
+  nodeAllocatableMemoryBytes?: () => number | undefined;
   mounter?: Mounter;
   /** ConfigMaps, Secrets and tokens (the API client's); undefined: standalone, every read fails as upstream. */
   objects?: VolumeObjectSource;
@@ -111,17 +114,22 @@ export class VolumeManager {
   private async setUp(pod: Pod, dir: string, v: NonNullable<Pod['spec']['volumes']>[number], podIPs: string[]): Promise<MountedVolume> {
     if (v.hostPath) return { plugin: HOST_PATH_PLUGIN, hostPath: await setUpHostPath(v.name, v.hostPath), readOnly: false };
     const fsGroup = pod.spec.securityContext?.fsGroup ?? undefined;
-    if (v.emptyDir) return { plugin: EMPTY_DIR_PLUGIN, hostPath: await setUpEmptyDir(dir, v.name, v.emptyDir, this.mounter, fsGroup), readOnly: false };
+    // every tmpfs of the pod is capped (upstream SizeMemoryBackedVolumes): node allocatable, then the pod's limit
+    const memoryCap = (): number | undefined => memoryVolumeSizeBytes(pod, this.opts.nodeAllocatableMemoryBytes?.());
+    if (v.emptyDir) {
+      const cap = v.emptyDir.medium === 'Memory' ? memoryCap() : undefined;
+      return { plugin: EMPTY_DIR_PLUGIN, hostPath: await setUpEmptyDir(dir, v.name, v.emptyDir, this.mounter, fsGroup, cap), readOnly: false };
+    }
     // the API-data volumes are read-only: group read bits (upstream passes no change policy for them)
     const setPerms = fsGroup === undefined ? undefined : (d: string) => setVolumeOwnership(d, fsGroup, true).then(() => undefined);
     const downward = { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs, nodeAllocatable: this.opts.nodeAllocatable };
     if (v.downwardAPI) {
-      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, downward, this.opts.clock, this.mounter, setPerms), readOnly: true };
+      return { plugin: DOWNWARD_API_PLUGIN, hostPath: await setUpDownwardAPI(dir, v.name, pod, v.downwardAPI, downward, this.opts.clock, this.mounter, setPerms, memoryCap()), readOnly: true };
     }
     if (v.configMap || v.secret || v.projected) {
       // standalone: upstream's message; with an API server, static pods are still refused
       const objects = !this.standalone && isStaticPod(pod) ? new StaticPodObjects(podFullName(pod)) : this.objects;
-      const ctx: ApiVolumeContext = { pod, podDirectory: dir, objects, tokens: objects === this.objects ? this.tokens : new TokenManager({ source: objects, clock: this.opts.clock }), mounter: this.mounter, clock: this.opts.clock, downward, setPerms };
+      const ctx: ApiVolumeContext = { pod, podDirectory: dir, objects, tokens: objects === this.objects ? this.tokens : new TokenManager({ source: objects, clock: this.opts.clock }), mounter: this.mounter, clock: this.opts.clock, downward, setPerms, tmpfsSizeBytes: v.configMap ? undefined : memoryCap() };
       // upstream marks these read-only (volume.Attributes.ReadOnly): the CRI mount is read-only
       if (v.configMap) return { plugin: CONFIGMAP_PLUGIN, hostPath: await setUpConfigMap(ctx, v.name, v.configMap), readOnly: true };
       if (v.secret) return { plugin: SECRET_PLUGIN, hostPath: await setUpSecret(ctx, v.name, v.secret), readOnly: true };

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { ConfigError } from '../../src/config/errors.js';
-import { loadConfig, parseKubeletFlags, type ReadFileFn } from '../../src/config/index.js';
+import { loadConfig, parseKubeletFlags, validateStandaloneAuth, type ReadFileFn } from '../../src/config/index.js';
 
 function files(map: Record<string, string>): ReadFileFn {
   return async (path: string) => {
@@ -65,5 +65,26 @@ describe('API server mode settings', () => {
     assert.throws(() => parseKubeletFlags(['--node-labels=role']), /--node-labels.*"role" is not key=value/);
     assert.throws(() => parseKubeletFlags(['--node-labels=-bad=x']), /--node-labels.*not a valid label key/);
     assert.throws(() => parseKubeletFlags(['--node-labels=ok=has space']), /--node-labels.*not a valid label value/);
+  });
+});
+
+describe('webhook authn/authz without an API server client (standalone)', () => {
+  it('is refused as upstream, naming each field; off, or with --kubeconfig, it passes', async () => {
+    const { config } = await load('');
+    assert.throws(() => validateStandaloneAuth(config, undefined, '/c.yaml'), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(err.issues.map((i) => i.field), ['authentication.webhook.enabled', 'authorization.mode']);
+      assert.match(err.message, /\/c\.yaml/);
+      assert.match(err.message, /--kubeconfig/);
+      return true;
+    });
+    validateStandaloneAuth(config, '/etc/kubelet.kubeconfig');
+    const off = (await load('authentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n')).config;
+    validateStandaloneAuth(off, undefined);
+    // only authorization left on: only that field is named
+    const authzOnly = (await load('authentication: {webhook: {enabled: false}}\n')).config;
+    assert.throws(() => validateStandaloneAuth(authzOnly, ''), (err: unknown) => err instanceof ConfigError && err.field === 'authorization.mode' && err.issues.length === 1);
+    // without --config the legacy defaults have both off
+    validateStandaloneAuth((await loadConfig([], files({}))).config, undefined);
   });
 });

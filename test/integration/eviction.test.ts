@@ -70,6 +70,9 @@ describe('eviction on containerd under memory pressure', () => {
       'evictionPressureTransitionPeriod: 5m',
       // the kernel's notification may decide before the 10 s pass (off by default, as upstream)
       'kernelMemcgNotification: true',
+      // standalone: webhook authn/authz need an API server
+      'authentication: {webhook: {enabled: false}}',
+      'authorization: {mode: AlwaysAllow}',
     ].join('\n') + '\n');
     kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
   });

@@ -40,7 +40,7 @@ describe('filesystem accounting on containerd', () => {
     const manifests = join(dir, 'manifests');
     await mkdir(manifests);
     const config = join(dir, 'config.yaml');
-    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 3s\n');
+    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 3s\nauthentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n');
     await writeFile(join(manifests, 'writer.json'), JSON.stringify({
       apiVersion: 'v1', kind: 'Pod',
       metadata: { name: 'writer', labels: { test: 'fs-accounting' } },

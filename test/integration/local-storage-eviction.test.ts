@@ -49,7 +49,7 @@ describe('local storage eviction on containerd', () => {
     cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
     dir = await mkdtemp(join(tmpdir(), 'kts-lsevict-'));
     const config = join(dir, 'config.yaml');
-    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 2s\n');
+    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 2s\nauthentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n');
     kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
   });
 

@@ -31,7 +31,7 @@ describe('volumes, hosts, DNS and termination messages on containerd', () => {
     cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
     scratch = await mkdtemp(join(tmpdir(), 'kts-vol-it-'));
     const config = join(scratch, 'kubelet.yaml');
-    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\n');
+    await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\nauthentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n');
     kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
   });
 

@@ -82,3 +82,37 @@ test('evictPod for a local storage limit leaves the pod Failed/Evicted without a
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('an evicted pod whose container exits 0 while being killed stays Failed/Evicted, not Succeeded', async () => {
+  const { h, k, dir } = await started();
+  try {
+    // after the kill the runtime shows the container exited 0 (it caught SIGTERM and left cleanly)
+    let killed = false;
+    const recorder = h.runtime;
+    const origKill = recorder.killPod.bind(recorder);
+    recorder.killPod = async (pod, status) => { await origKill(pod, status); killed = true; };
+    const origStatus = recorder.getPodStatus.bind(recorder);
+    recorder.getPodStatus = async (uid, name, namespace) => {
+      const s = await origStatus(uid, name, namespace);
+      if (!killed) return s;
+      s.sandboxStatuses = [{ id: 's1', state: 'notready', createdAt: 1, attempt: 0, ip: '', additionalIps: [], hostNetwork: false, labels: {}, annotations: {} }];
+      s.containerStatuses = [{
+        id: 'c1', containerID: 'containerd://c1', name: 'c', state: 'exited', createdAt: 2, startedAt: 3, finishedAt: 4,
+        exitCode: 0, image: 'busybox', imageRef: 'busybox@sha256:0', hash: '0', restartCount: 0, reason: 'Completed', message: '', labels: {}, annotations: {},
+      }];
+      return s;
+    };
+    h.sources.onUpdate({ op: 'ADD', pods: [mkPod('a')], source: 'file' });
+    await until(() => h.runtime.calls.includes('syncPod a'));
+    const message = 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. ';
+    k.evictPod(k.activePods()[0]!, 30, message);
+    await until(() => killed && k.podTerminated('a'));
+    const status = k.getPods()[0]!.status!;
+    assert.deepEqual([status.phase, status.reason, status.message], ['Failed', 'Evicted', message]);
+    assert.equal(status.containerStatuses?.[0]?.state.terminated?.exitCode, 0);
+    assert.equal(status.conditions?.find((c) => c.type === 'DisruptionTarget')?.status, 'True');
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -139,13 +139,16 @@ interface ClientFrame {
 }
 
 /** A unix socket server that reads the client's frames and lets the test answer. */
-async function withFrameServer(onFrame: (f: ClientFrame, sock: net.Socket, conn: number) => void, fn: (endpoint: string, conns: () => number) => Promise<void>): Promise<void> {
+async function withFrameServer(onFrame: (f: ClientFrame, sock: net.Socket, conn: number) => void, fn: (endpoint: string, conns: () => number, ended: ReadonlySet<number>) => Promise<void>): Promise<void> {
   await tempSocket(async (socketPath) => {
     let conns = 0;
     const socks = new Set<net.Socket>();
+    /** Connections the client ended (its side of the socket closed). */
+    const ended = new Set<number>();
     const server = net.createServer((sock) => {
       const conn = ++conns;
       socks.add(sock);
+      sock.on('end', () => ended.add(conn));
       sock.on('close', () => socks.delete(sock));
       sock.on('error', () => undefined);
       let buf = Buffer.alloc(0);
@@ -170,7 +173,7 @@ async function withFrameServer(onFrame: (f: ClientFrame, sock: net.Socket, conn:
     });
     await new Promise<void>((r) => server.listen(socketPath, r));
     try {
-      await fn(`unix://${socketPath}`, () => conns);
+      await fn(`unix://${socketPath}`, () => conns, ended);
     } finally {
       for (const s of socks) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
@@ -249,6 +252,46 @@ test('GOAWAY fails the streams above its last-stream-id, lets the others finish,
         assert.equal(b.status === 'rejected' && (b.reason as UnaryStatus).code, grpc.status.UNAVAILABLE);
         assert.equal((await unary.call(PATH, Buffer.from('c'), 10_000)).toString(), 'conn 2');
         assert.equal(conns(), 2);
+      } finally {
+        unary.close();
+      }
+    },
+  );
+});
+
+test('stream ids used up (2^31-1): the calls left go to a new connection, the old one says GOAWAY and closes when done', async () => {
+  const MAX = 2 ** 31 - 1;
+  const headers: [number, number][] = [];
+  const goaways: [number, number, number][] = [];
+  await withFrameServer(
+    (f, sock, conn) => {
+      if (f.type === 1) headers.push([conn, f.stream]);
+      if (f.type === 7) goaways.push([conn, f.payload.readUInt32BE(0), f.payload.readUInt32BE(4)]);
+      if (f.type === 0 && f.flags & 1) answer(sock, f.stream, Buffer.from(`conn ${conn} stream ${f.stream}`));
+    },
+    async (endpoint, conns, ended) => {
+      // two stream ids left on each connection: MAX-2 and MAX
+      const unary = new H2cUnary({ runtimeEndpoint: endpoint, maxMessageBytes: 1024, flowControlWindow: 1 << 20, firstStreamId: MAX - 2 });
+      try {
+        const got = await Promise.all(Array.from({ length: 5 }, (_, i) => unary.call(PATH, Buffer.from(`r${i}`), 10_000)));
+        assert.deepEqual(got.map(String), [
+          `conn 1 stream ${MAX - 2}`, `conn 1 stream ${MAX}`,
+          `conn 2 stream ${MAX - 2}`, `conn 2 stream ${MAX}`,
+          `conn 3 stream ${MAX - 2}`,
+        ]);
+        assert.equal(conns(), 3);
+        // the third connection still has a stream id: the next call takes it there
+        assert.equal(String(await unary.call(PATH, Buffer.from('r5'), 10_000)), `conn 3 stream ${MAX}`);
+        const deadline = Date.now() + 5_000;
+        while (!(ended.has(1) && ended.has(2)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        assert.deepEqual([...ended].sort(), [1, 2]);
+        assert.deepEqual(goaways.filter(([c]) => c <= 2).sort(), [[1, 0, 0], [2, 0, 0]]);
+        // no stream id was ever reused or past 2^31-1 on a connection
+        for (const c of [1, 2, 3]) {
+          const ids = headers.filter(([n]) => n === c).map(([, id]) => id);
+          assert.equal(new Set(ids).size, ids.length);
+          assert.ok(ids.every((id) => id % 2 === 1 && id <= MAX), String(ids));
+        }
       } finally {
         unary.close();
       }

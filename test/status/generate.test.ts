@@ -454,6 +454,13 @@ test('a terminal phase sticks, with its reason and message (e.g. Evicted)', () =
   assert.equal(gen({ pod: fromAPI, runtime: runtime([rc('a')]) }).phase, 'Succeeded');
 });
 
+test('an evicted pod whose containers exit 0 while terminal stays Failed/Evicted (the eviction status wins)', () => {
+  const previous: PodStatus = { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' };
+  const s = gen({ pod: mkPod(), runtime: runtime([rc('a', { state: 'exited', exitCode: 0 })]), previous, podIsTerminal: true });
+  assert.deepEqual([s.phase, s.reason, s.message], ['Failed', 'Evicted', 'The node was low on resource: memory.']);
+  assert.equal(cond(s, 'Ready').reason, 'PodFailed');
+});
+
 test('a DisruptionTarget condition from the previous status is carried', () => {
   const previous: PodStatus = {
     phase: 'Running',

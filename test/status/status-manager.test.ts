@@ -132,6 +132,18 @@ describe('status manager against the test API server (fake clock)', () => {
     fresh.stop();
   });
 
+  it('keeps the first terminal phase with its reason and message (Failed/Evicted never becomes Succeeded)', () => {
+    const sm = manager();
+    const pod = known('a');
+    sm.setPodStatus(pod, { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory. ' });
+    sm.setPodStatus(pod, { phase: 'Succeeded', conditions: [{ type: 'Ready', status: 'False', reason: 'PodCompleted' }] });
+    const s = sm.getPodStatus(pod.metadata.uid!)!;
+    assert.deepEqual([s.phase, s.reason, s.message], ['Failed', 'Evicted', 'The node was low on resource: memory. ']);
+    sm.setPodStatus(pod, running());
+    assert.deepEqual([sm.getPodStatus(pod.metadata.uid!)!.phase, sm.getPodStatus(pod.metadata.uid!)!.reason], ['Failed', 'Evicted']);
+    sm.stop();
+  });
+
   it('reports a static pod\'s status on its mirror pod (the mirror\'s UID as the precondition)', async () => {
     const sm = manager();
     const mirror = api.create('pods', 'default', { ...podManifest('web-n1', 'n1'), metadata: { name: 'web-n1', annotations: { 'kubernetes.io/config.mirror': 'h1' } } }) as Pod;

@@ -73,11 +73,11 @@ let root: string;
 before(async () => { root = await mkdtemp(join(tmpdir(), 'kts-apivol-')); });
 after(async () => { await rm(root, { recursive: true, force: true }); });
 
-function setup(rootDir = root): { clock: FakeClock; objects: FakeObjects; mounter: FakeMounter; vm: VolumeManager } {
+function setup(rootDir = root, nodeAllocatableMemoryBytes?: () => number | undefined): { clock: FakeClock; objects: FakeObjects; mounter: FakeMounter; vm: VolumeManager } {
   const clock = new FakeClock(Date.UTC(2026, 0, 2, 3, 4, 5));
   const objects = new FakeObjects(clock);
   const mounter = new FakeMounter();
-  const vm = new VolumeManager({ rootDir, clock, log: loggerDouble(), nodeName: 'n1', hostIPs: () => ['10.0.0.1'], mounter, objects, tokenJitterMs: () => 0 });
+  const vm = new VolumeManager({ rootDir, clock, log: loggerDouble(), nodeName: 'n1', hostIPs: () => ['10.0.0.1'], mounter, objects, tokenJitterMs: () => 0, nodeAllocatableMemoryBytes });
   return { clock, objects, mounter, vm };
 }
 
@@ -235,6 +235,43 @@ describe('projected volume', () => {
     const { vm } = setup();
     const msg = await failure(vm.mountPod(pod([{ name: 'bad', projected: { sources: [{ configMap: { name: 'x' } }, { secret: { name: 'y' } }] } }])));
     assert.ok(msg.endsWith('MountVolume.SetUp failed for volume "bad" : [configmap "x" not found, secret "y" not found]'), msg);
+  });
+});
+
+describe('tmpfs size (upstream SizeMemoryBackedVolumes)', () => {
+  const GI = 1024 ** 3;
+  const MI = 1024 ** 2;
+  const limited = (memory: string): Partial<Pod['spec']> => ({ containers: [{ name: 'app', image: 'busybox', resources: { limits: { memory } } }] });
+
+  it('a secret volume\'s tmpfs is mounted with size= the node\'s allocatable memory', async () => {
+    const { objects, mounter, vm } = setup(root, () => 4 * GI);
+    objects.secrets.set('default/creds', { data: { password: b64('s3cret') } });
+    const v = (await vm.mountPod(pod([{ name: 'creds', secret: { secretName: 'creds' } }], {}, { uid: 'uid-size-sec' }))).get('creds')!;
+    assert.deepEqual(mounter.calls, [`tmpfs ${v.hostPath} ${4 * GI}`]);
+  });
+
+  it('a projected volume\'s tmpfs takes the pod\'s memory limit when lower, never a higher one', async () => {
+    const { objects, mounter, vm } = setup(root, () => 4 * GI);
+    objects.secrets.set('default/creds', { data: { password: b64('pw') } });
+    const low = (await vm.mountPod(pod([{ name: 'p', projected: { sources: [{ secret: { name: 'creds' } }] } }], limited('256Mi'), { uid: 'uid-size-low' }))).get('p')!;
+    const high = (await vm.mountPod(pod([{ name: 'p', projected: { sources: [{ secret: { name: 'creds' } }] } }], limited('64Gi'), { uid: 'uid-size-high' }))).get('p')!;
+    assert.deepEqual(mounter.calls, [`tmpfs ${low.hostPath} ${256 * MI}`, `tmpfs ${high.hostPath} ${4 * GI}`]);
+  });
+
+  it('downwardAPI and memory emptyDirs too; an emptyDir\'s sizeLimit counts only below the cap', async () => {
+    const { mounter, vm } = setup(root, () => 4 * GI);
+    const vols = (await vm.mountPod(pod([
+      { name: 'info', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+      { name: 'mem', emptyDir: { medium: 'Memory' } },
+      { name: 'small', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+      { name: 'big', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } },
+    ], {}, { uid: 'uid-size-ed' })));
+    assert.deepEqual(mounter.calls, [
+      `tmpfs ${vols.get('info')!.hostPath} ${4 * GI}`,
+      `tmpfs ${vols.get('mem')!.hostPath} ${4 * GI}`,
+      `tmpfs ${vols.get('small')!.hostPath} ${MI}`,
+      `tmpfs ${vols.get('big')!.hostPath} ${4 * GI}`,
+    ]);
   });
 });
 
