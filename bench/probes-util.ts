@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import type { IntervalHistogram } from 'node:perf_hooks';
 import type { Pod, PodStatus } from '../src/api/types.js';
 import { findPackageRoot } from '../src/native.js';
 import type { ProbeRunner } from '../src/prober/types.js';
@@ -21,10 +22,28 @@ export function argValue(name: string): string | undefined {
   return eq?.slice(name.length + 3);
 }
 
+/** `--name` given (a switch without a value). */
+export const argFlag = (name: string): boolean => process.argv.includes(`--${name}`);
+
 export const arg = (name: string, def: number): number => {
   const v = argValue(name);
   return v === undefined ? def : Number(v);
 };
+
+/** The sampling timer's period (ms) of the event-loop delay histograms (--eld-resolution). */
+export const ELD_RESOLUTION_MS = arg('eld-resolution', 1);
+
+export interface Eld { p99: number; intervalP99: number }
+
+/**
+ * Node's event-loop delay histogram holds the whole interval between two fires of a timer of
+ * period `resolution` (uv_hrtime at this fire minus at the last); the delay is what exceeds
+ * that period, never below zero. Both figures, in ms.
+ */
+export function eldOf(h: IntervalHistogram): Eld {
+  const intervalP99 = h.percentile(99) / 1e6;
+  return { p99: Math.max(0, intervalP99 - ELD_RESOLUTION_MS), intervalP99 };
+}
 
 export function percentile(xs: number[], p: number): number {
   if (!xs.length) return 0;

@@ -272,10 +272,18 @@ export const OUTCOME_CODES = ['success', 'warning', 'failure', 'unknown'] as con
 /** How long a pool thread gathers results before posting them (far below any probe period). */
 export const RESULT_FLUSH_MS = 2;
 
-/** What the main thread posts to a pool thread: the probes started in one turn of its loop. */
-export interface ProbeBatch { ids: number[]; reqs: NetworkProbeRequest[] }
-/** What a pool thread posts back: the probes that ended in one turn of its loop (no output for a success). */
-export interface ResultBatch { ids: number[]; codes: number[]; outputs: string[] }
+/**
+ * What the main thread posts to a pool thread: the probes started in one turn of its loop, as
+ * ids and request keys in typed arrays (copied, not walked, by the structured clone). A request
+ * crosses once per thread (`defs`, under its key) and is named by key after that; `forget`
+ * drops keys whose request the main thread no longer holds.
+ */
+export interface ProbeBatch { ids: Float64Array; keys: Float64Array; defs?: { key: number; req: NetworkProbeRequest }[]; forget?: number[] }
+/**
+ * What a pool thread posts back: the probes that ended in one turn of its loop, as ids and
+ * outcome codes; `outputs` (index-aligned) only when one of them did not succeed.
+ */
+export interface ResultBatch { ids: Float64Array; codes: Uint8Array; outputs?: string[] }
 
 /**
  * A Piscina task that serves probes for as long as its port is open: batches of requests in,
@@ -283,18 +291,27 @@ export interface ResultBatch { ids: number[]; codes: number[]; outputs: string[]
  */
 export function serve({ port }: { port: MessagePort }): Promise<void> {
   return new Promise((done) => {
-    let out: ResultBatch = { ids: [], codes: [], outputs: [] };
+    /** Requests by key, as the main thread defined them. */
+    const reqs = new Map<number, NetworkProbeRequest>();
+    let ids: number[] = [];
+    let codes: number[] = [];
+    let outputs: string[] | undefined;
     let flushing = false;
     const flush = (): void => {
       flushing = false;
-      const b = out;
-      out = { ids: [], codes: [], outputs: [] };
+      const b: ResultBatch = { ids: Float64Array.from(ids), codes: Uint8Array.from(codes) };
+      if (outputs) b.outputs = outputs;
+      ids = [];
+      codes = [];
+      outputs = undefined;
       port.postMessage(b);
     };
     const settle = (id: number, o: ProbeOutcome): void => {
-      out.ids.push(id);
-      out.codes.push(OUTCOME_CODES.indexOf(o.result));
-      out.outputs.push(o.result === 'success' ? '' : o.output);
+      const code = OUTCOME_CODES.indexOf(o.result);
+      if (code !== 0 && !outputs) outputs = ids.map(() => '');
+      ids.push(id);
+      codes.push(code);
+      outputs?.push(code === 0 ? '' : o.output);
       if (!flushing) {
         flushing = true;
         // results of the next few ms travel together: one message, not one per probe
@@ -306,9 +323,16 @@ export function serve({ port }: { port: MessagePort }): Promise<void> {
         port.close();
         return;
       }
+      if (m.forget) for (const k of m.forget) reqs.delete(k);
+      if (m.defs) for (const d of m.defs) reqs.set(d.key, d.req);
       for (let i = 0; i < m.ids.length; i++) {
         const id = m.ids[i]!;
-        runNetworkProbe(m.reqs[i]!).then((o) => settle(id, o), (err: Error) => settle(id, { result: 'unknown', output: err.message }));
+        const req = reqs.get(m.keys[i]!);
+        if (!req) {
+          settle(id, { result: 'unknown', output: `probe request ${m.keys[i]} unknown to the pool thread` });
+          continue;
+        }
+        runNetworkProbe(req).then((o) => settle(id, o), (err: Error) => settle(id, { result: 'unknown', output: err.message }));
       }
     });
     port.once('close', () => done());

@@ -54,12 +54,20 @@ export async function runExecProbe(cri: ExecCri, r: ExecProbeRequest): Promise<P
 interface Channel {
   port: MessagePort;
   inflight: number;
-  out?: ProbeBatch;
+  /** Probes placed in this turn of the loop, posted together. */
+  ids: number[];
+  keys: number[];
+  defs?: { key: number; req: NetworkProbeRequest }[];
+  /** Keys of the requests this thread holds; keys to drop there with the next batch. */
+  known: Set<number>;
+  forget?: number[];
   served: Promise<unknown>;
 }
 
 /** Outcome codes as workers/probe.ts posts them. */
 const OUTCOMES: ProbeOutcome['result'][] = ['success', 'warning', 'failure', 'unknown'];
+/** The outcome of every successful pool probe (the pool sends no output for a success). */
+const SUCCESS: ProbeOutcome = Object.freeze({ result: 'success', output: '' });
 
 export interface ProbePool {
   run(r: NetworkProbeRequest): Promise<ProbeOutcome>;
@@ -69,15 +77,22 @@ export interface ProbePool {
 /**
  * Network probes on pool threads with two messages per turn of the loop (the batch of probes
  * started, the batch of results) instead of two per probe; at most PROBES_PER_THREAD in flight
- * per thread, MAX_PROBE_QUEUE waiting beyond that.
+ * per thread, MAX_PROBE_QUEUE waiting beyond that. A probe's request object (the prober keeps
+ * one per container probe) crosses to a thread once; each run after that sends a number.
  */
 export function createProbePool(pool: Piscina, threads: number): ProbePool {
   const pending = new Map<number, (o: ProbeOutcome) => void>();
   const waiting: { id: number; r: NetworkProbeRequest }[] = [];
   let nextId = 1;
+  let nextKey = 1;
+  const keys = new WeakMap<NetworkProbeRequest, number>();
   let flushQueued = false;
   let closed = false;
   const channels: Channel[] = [];
+  // A request the prober dropped (container replaced, pod gone) is dropped by the threads too.
+  const dropped = new FinalizationRegistry<number>((key) => {
+    for (const ch of channels) if (ch.known.delete(key)) (ch.forget ??= []).push(key);
+  });
 
   const onResults = (ch: Channel, b: ResultBatch): void => {
     ch.inflight -= b.ids.length;
@@ -85,13 +100,14 @@ export function createProbePool(pool: Piscina, threads: number): ProbePool {
       const done = pending.get(b.ids[i]!);
       if (!done) continue;
       pending.delete(b.ids[i]!);
-      done({ result: OUTCOMES[b.codes[i]!] ?? 'unknown', output: b.outputs[i] ?? '' });
+      const code = b.codes[i]!;
+      done(code === 0 ? SUCCESS : { result: OUTCOMES[code] ?? 'unknown', output: b.outputs?.[i] ?? '' });
     }
     drain();
   };
   for (let i = 0; i < threads; i++) {
     const { port1, port2 } = new MessageChannel();
-    const ch: Channel = { port: port1, inflight: 0, served: Promise.resolve() };
+    const ch: Channel = { port: port1, inflight: 0, ids: [], keys: [], known: new Set(), served: Promise.resolve() };
     ch.served = pool.run({ port: port2 }, { name: 'serve', transferList: [port2] }).catch(() => undefined);
     port1.on('message', (b: ResultBatch) => onResults(ch, b));
     // The pool never keeps the process alive by itself.
@@ -102,9 +118,14 @@ export function createProbePool(pool: Piscina, threads: number): ProbePool {
   const flush = (): void => {
     flushQueued = false;
     for (const ch of channels) {
-      if (!ch.out) continue;
-      const b = ch.out;
-      ch.out = undefined;
+      if (!ch.ids.length) continue;
+      const b: ProbeBatch = { ids: Float64Array.from(ch.ids), keys: Float64Array.from(ch.keys) };
+      if (ch.defs) b.defs = ch.defs;
+      if (ch.forget) b.forget = ch.forget;
+      ch.ids = [];
+      ch.keys = [];
+      ch.defs = undefined;
+      ch.forget = undefined;
       ch.port.postMessage(b);
     }
   };
@@ -113,8 +134,18 @@ export function createProbePool(pool: Piscina, threads: number): ProbePool {
     for (const ch of channels) if (ch.inflight < PROBES_PER_THREAD && (!best || ch.inflight < best.inflight)) best = ch;
     if (!best) return false;
     best.inflight++;
-    (best.out ??= { ids: [], reqs: [] }).ids.push(id);
-    best.out.reqs.push(r);
+    let key = keys.get(r);
+    if (key === undefined) {
+      key = nextKey++;
+      keys.set(r, key);
+      dropped.register(r, key);
+    }
+    if (!best.known.has(key)) {
+      best.known.add(key);
+      (best.defs ??= []).push({ key, req: r });
+    }
+    best.ids.push(id);
+    best.keys.push(key);
     if (!flushQueued) {
       flushQueued = true;
       // Everything started in this turn (one schedule slot) goes in one message.
@@ -203,10 +234,12 @@ export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
   let release: (() => Promise<void>) | undefined;
   let probes: ProbePool | undefined;
   let mainThread: ((r: NetworkProbeRequest) => Promise<ProbeOutcome>) | undefined;
-  const network = async (r: NetworkProbeRequest): Promise<ProbeOutcome> => {
+  let mainThreadLoad: Promise<unknown> | undefined;
+  const network = (r: NetworkProbeRequest): Promise<ProbeOutcome> => {
     if (opts.mode === 'main') {
-      mainThread ??= (await import(PROBE_WORKER_URL.href) as { default: (r: NetworkProbeRequest) => Promise<ProbeOutcome> }).default;
-      return mainThread(r);
+      if (mainThread) return mainThread(r);
+      mainThreadLoad ??= import(PROBE_WORKER_URL.href).then((m: { default: (r: NetworkProbeRequest) => Promise<ProbeOutcome> }) => { mainThread = m.default; });
+      return mainThreadLoad.then(() => mainThread!(r));
     }
     if (!probes) {
       if (opts.pool) {
@@ -220,6 +253,7 @@ export function createProbeRunner(opts: ProbeRunnerOptions): ProbeRunner {
         probes = createProbePool(s.pool, s.threads);
       }
     }
+    // straight to the pool: no async wrapper (one promise fewer per probe)
     return probes.run(r);
   };
   return {

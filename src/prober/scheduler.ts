@@ -11,9 +11,16 @@ export interface ScheduledRun {
   cancel(): void;
 }
 
-interface Entry {
-  fn: () => void;
-  cancelled: boolean;
+/** One pending run; it is its own handle (no closure per run). */
+class Entry implements ScheduledRun {
+  cancelled = false;
+  constructor(readonly fn: () => void, private readonly owner: ProbeScheduler) {}
+
+  cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.owner.cancelled();
+  }
 }
 
 export class ProbeScheduler {
@@ -24,6 +31,8 @@ export class ProbeScheduler {
   private timer?: Timer;
   private armedAt = Infinity;
   private pending = 0;
+  /** Inside fire(): runs added now are armed for once it ends, not one by one. */
+  private firing = false;
 
   constructor(private readonly clock: Clock, private readonly resolutionMs = SCHEDULE_RESOLUTION_MS) {}
 
@@ -31,7 +40,7 @@ export class ProbeScheduler {
   runAt(at: number, fn: () => void): ScheduledRun {
     const r = this.resolutionMs;
     const slot = Math.max(Math.ceil(at / r) * r, 0);
-    const e: Entry = { fn, cancelled: false };
+    const e = new Entry(fn, this);
     let list = this.slots.get(slot);
     if (!list) {
       list = [];
@@ -40,15 +49,14 @@ export class ProbeScheduler {
     }
     list.push(e);
     this.pending++;
-    if (slot < this.armedAt) this.arm();
-    return {
-      cancel: () => {
-        if (e.cancelled) return;
-        e.cancelled = true;
-        // Nothing left to run: no timer stays armed for cancelled runs.
-        if (--this.pending === 0) this.stop();
-      },
-    };
+    if (!this.firing && slot < this.armedAt) this.arm();
+    return e;
+  }
+
+  /** An entry was cancelled before it ran. */
+  cancelled(): void {
+    // Nothing left to run: no timer stays armed for cancelled runs.
+    if (--this.pending === 0) this.stop();
   }
 
   /** Runs not yet fired nor cancelled. */
@@ -79,17 +87,22 @@ export class ProbeScheduler {
     this.timer = undefined;
     this.armedAt = Infinity;
     const now = this.clock.now();
-    while (this.heap.length && this.heap[0]! <= now) {
-      const slot = this.pop()!;
-      const list = this.slots.get(slot);
-      this.slots.delete(slot);
-      if (!list) continue;
-      for (const e of list) {
-        if (e.cancelled) continue;
-        e.cancelled = true;
-        this.pending--;
-        e.fn();
+    this.firing = true;
+    try {
+      while (this.heap.length && this.heap[0]! <= now) {
+        const slot = this.pop()!;
+        const list = this.slots.get(slot);
+        this.slots.delete(slot);
+        if (!list) continue;
+        for (const e of list) {
+          if (e.cancelled) continue;
+          e.cancelled = true;
+          this.pending--;
+          e.fn();
+        }
       }
+    } finally {
+      this.firing = false;
     }
     if (this.pending === 0) this.stop();
     else if (this.armedAt === Infinity) this.arm();

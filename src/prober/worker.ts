@@ -46,7 +46,9 @@ export class ProbeWorker {
   private readonly initialValue: ProbeResult;
   private readonly labels: { container: string; pod: string; namespace: string; pod_uid: string };
   private readonly totals = new Map<string, { inc(): void }>();
-  private cached?: { key: string; req: ProbeRequest };
+  private cached?: { criID: string; ip: string; req: ProbeRequest };
+  private criID?: { containerID: string; id: string };
+  private startedAt?: { text: string; ms: number };
   private duration?: { observe(v: number): void };
   /** Called when the worker ends by itself (pod terminal, container not restarted). */
   onExit?: () => void;
@@ -92,8 +94,16 @@ export class ProbeWorker {
 
   private arm(): void {
     if (this.stopped) return;
-    this.timer = this.deps.scheduler.runAt(this.nextAt, () => this.tick());
+    this.timer = this.deps.scheduler.runAt(this.nextAt, this.onTick);
   }
+
+  /** Bound once: the schedule's callback and the settling of a run (no closures per probe). */
+  private readonly onTick = (): void => this.tick();
+  private readonly onDone = (keepGoing: boolean): void => this.settled(keepGoing);
+  private readonly onError = (err: unknown): void => {
+    this.deps.log.error('Probe worker failed', { pod: podFullName(this.pod), container: this.container.name, probeType: this.probeType, err: errorMessage(err) });
+    this.settled(true);
+  };
 
   private tick(): void {
     if (this.stopped) return;
@@ -106,31 +116,50 @@ export class ProbeWorker {
       return;
     }
     this.inFlight = true;
-    void this.doProbe()
-      .catch((err) => {
-        this.deps.log.error('Probe worker failed', { pod: podFullName(this.pod), container: this.container.name, probeType: this.probeType, err: errorMessage(err) });
-        return true;
-      })
-      .then((keepGoing) => {
-        this.inFlight = false;
-        if (this.stopped) return;
-        if (!keepGoing) {
-          this.stop();
-          this.onExit?.();
-          return;
-        }
-        this.arm();
-      });
-    // doProbe runs its synchronous part now: re-arm only after it settles (above).
+    let r: boolean | Promise<boolean>;
+    try {
+      r = this.probeOnce();
+    } catch (err) {
+      this.onError(err);
+      return;
+    }
+    // A tick that decides without probing settles now; a probe re-arms when its run settles.
+    if (typeof r === 'boolean') this.settled(r);
+    else r.then(this.onDone, this.onError);
+  }
+
+  private settled(keepGoing: boolean): void {
+    this.inFlight = false;
+    if (this.stopped) return;
+    if (!keepGoing) {
+      this.stop();
+      this.onExit?.();
+      return;
+    }
+    this.arm();
   }
 
   private findStatus(status: PodStatus): ContainerStatus | undefined {
     const name = this.container.name;
-    return status.containerStatuses?.find((c) => c.name === name) ?? status.initContainerStatuses?.find((c) => c.name === name);
+    for (const c of status.containerStatuses ?? []) if (c.name === name) return c;
+    for (const c of status.initContainerStatuses ?? []) if (c.name === name) return c;
+    return undefined;
   }
 
   /** One probe; false ends the worker (upstream: doProbe's keepGoing). */
-  async doProbe(): Promise<boolean> {
+  doProbe(): Promise<boolean> {
+    try {
+      return Promise.resolve(this.probeOnce());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * One probe (upstream: doProbe): decided at once (a boolean) when there is nothing to run,
+   * else the run's promise. Thousands run a second, so the common path allocates little.
+   */
+  private probeOnce(): boolean | Promise<boolean> {
     const { clock, log } = this.deps;
     const uid = this.pod.metadata.uid!;
     const status = this.deps.podStatus(uid);
@@ -162,7 +191,7 @@ export class ProbeWorker {
       this.results.set(this.containerID, 'Success', uid);
       return true;
     }
-    const startedAt = c.state.running.startedAt ? Date.parse(c.state.running.startedAt) : 0;
+    const startedAt = this.startedAtMs(c.state.running.startedAt);
     if (Math.floor((clock.now() - startedAt) / 1000) < (this.spec.initialDelaySeconds ?? 0)) return true;
     if (c.started) {
       // Started: the startup probe is done for this container (the worker stays for its next one).
@@ -172,8 +201,47 @@ export class ProbeWorker {
       return true;
     }
 
-    const outcome = await this.runWithRetries(status, c.containerID);
+    if (this.criID?.containerID !== c.containerID) {
+      const id = c.containerID;
+      this.criID = { containerID: id, id: id.includes('://') ? id.slice(id.indexOf('://') + 3) : id };
+    }
+    // One run in flight per worker: its state lives on the worker, not in closures.
+    this.runStatus = status;
+    this.runBegan = clock.now();
+    this.retriesLeft = MAX_PROBE_RETRIES - 1;
+    return this.runOnce().then(this.onOutcome, this.onRunError);
+  }
+
+  /** The run in flight: the status it was started from, when, and how many retries are left. */
+  private runStatus?: PodStatus;
+  private runBegan = 0;
+  private retriesLeft = 0;
+  private readonly onOutcome = (o: ProbeOutcome): boolean | Promise<boolean> => this.outcome(o);
+  private readonly onRunError = (err: unknown): boolean | Promise<boolean> => this.outcome({ result: 'unknown', output: errorMessage(err) });
+
+  private runOnce(): Promise<ProbeOutcome> {
+    try {
+      return this.deps.runner.run(this.request(this.runStatus!, this.criID!.id));
+    } catch (err) {
+      return Promise.resolve({ result: 'unknown', output: errorMessage(err) });
+    }
+  }
+
+  /** A run's outcome: an error (unknown) is retried up to MAX_PROBE_RETRIES runs, then recorded and judged. */
+  private outcome(o: ProbeOutcome): boolean | Promise<boolean> {
+    if (o.result === 'unknown' && this.retriesLeft > 0 && !this.stopped) {
+      this.retriesLeft--;
+      return this.runOnce().then(this.onOutcome, this.onRunError);
+    }
+    this.runStatus = undefined;
+    this.record(o, this.runBegan);
+    return this.takeOutcome(o);
+  }
+
+  /** The thresholds over a run's outcome (upstream: the end of doProbe). */
+  private takeOutcome(outcome: ProbeOutcome): boolean {
     if (this.stopped) return false;
+    const uid = this.pod.metadata.uid!;
     const result: ProbeResult | undefined = outcome.result === 'failure' ? 'Failure' : outcome.result === 'unknown' ? undefined : 'Success';
     if (result === undefined) return true;
     if (this.lastResult === result) this.resultRun++;
@@ -195,24 +263,24 @@ export class ProbeWorker {
 
   /** The request of this probe, built again only when the container or the pod IP changes. */
   private request(status: PodStatus, criID: string): ProbeRequest {
-    const key = `${criID}|${status.podIP ?? status.podIPs?.[0]?.ip ?? ''}`;
-    if (this.cached?.key !== key) this.cached = { key, req: probeRequest(this.pod, this.container, this.spec, status, criID) };
-    return this.cached.req;
+    const ip = status.podIP ?? status.podIPs?.[0]?.ip ?? '';
+    const c = this.cached;
+    if (c && c.criID === criID && c.ip === ip) return c.req;
+    const req = probeRequest(this.pod, this.container, this.spec, status, criID);
+    this.cached = { criID, ip, req };
+    return req;
   }
 
-  private async runWithRetries(status: PodStatus, containerID: string): Promise<ProbeOutcome> {
+  /** `started_at` of the running container in ms, parsed once per value. */
+  private startedAtMs(startedAt: string | undefined): number {
+    if (!startedAt) return 0;
+    if (this.startedAt?.text !== startedAt) this.startedAt = { text: startedAt, ms: Date.parse(startedAt) };
+    return this.startedAt.ms;
+  }
+
+  /** prober_probe_total, prober_probe_duration_seconds and the probe's events for one run. */
+  private record(outcome: ProbeOutcome, began: number): void {
     const { clock, metrics } = this.deps;
-    const criID = containerID.includes('://') ? containerID.slice(containerID.indexOf('://') + 3) : containerID;
-    let outcome: ProbeOutcome = { result: 'unknown', output: '' };
-    const began = clock.now();
-    for (let i = 0; i < MAX_PROBE_RETRIES; i++) {
-      try {
-        outcome = await this.deps.runner.run(this.request(status, criID));
-      } catch (err) {
-        outcome = { result: 'unknown', output: errorMessage(err) };
-      }
-      if (outcome.result !== 'unknown' || this.stopped) break;
-    }
     const l = this.labels;
     const label = outcome.result === 'failure' ? 'failed' : outcome.result === 'unknown' ? 'unknown' : 'successful';
     // The metric children are looked up once per worker, not once per probe.
@@ -223,10 +291,10 @@ export class ProbeWorker {
       this.duration ??= metrics.probeDuration.with({ probe_type: this.probeType, container: l.container, pod: l.pod, namespace: l.namespace });
       this.duration.observe((clock.now() - began) / 1000);
     }
+    if (outcome.result === 'success') return;
     const output = outcome.output.trim();
     if (outcome.result === 'failure') this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe failed: ${output}`);
     else if (outcome.result === 'warning') this.deps.recordEvent(this.pod, this.container, 'Warning', 'ProbeWarning', `${this.probeType} probe warning: ${output}`);
-    else if (outcome.result === 'unknown') this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe errored and resulted in unknown state: ${output}`);
-    return outcome;
+    else this.deps.recordEvent(this.pod, this.container, 'Warning', 'Unhealthy', `${this.probeType} probe errored and resulted in unknown state: ${output}`);
   }
 }

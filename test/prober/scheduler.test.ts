@@ -55,3 +55,22 @@ test('probe scheduler: cancelled runs do not fire and the last cancel disarms th
   clock.step(1000);
   assert.equal(n, 1);
 });
+
+test('probe scheduler: a late fire over several due slots arms one timer for the runs they schedule', () => {
+  // a clock whose timer runs when the test says: the loop was busy and the timer is late
+  let now = 0;
+  const timers: (() => void)[] = [];
+  const delays: number[] = [];
+  const late = { now: () => now, sleep: () => Promise.resolve(), setTimeout: (fn: () => void, ms: number) => { timers.push(fn); delays.push(ms); return { cancel: () => {} }; } };
+  const s = new ProbeScheduler(late, 10);
+  const at: number[] = [];
+  const again = (): void => { at.push(now); s.runAt(now + 1000, again); };
+  for (let i = 0; i < 20; i++) s.runAt(10 * (i + 1), again);
+  assert.equal(timers.length, 1);
+  now = 200;
+  timers[0]!();
+  assert.equal(at.length, 20, 'every due slot ran in one fire');
+  assert.equal(timers.length, 2, 'one timer for the next slot, not one per run scheduled while firing');
+  assert.equal(delays[1], 1000, 'armed for the slot the runs scheduled, not at once for a slot this fire already ran');
+  assert.equal(s.size(), 20);
+});
