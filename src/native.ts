@@ -25,8 +25,9 @@ export interface NativeAddon {
   fieldNames?(): string[];
   clockTicks?(): number;
   /** kinds[i] = cgroup version; paths = 6 NUL-terminated dirs per cgroup (CGROUP_SLOTS order). */
-  readCgroupsSync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): NativeRawCgroupBatch;
-  readCgroupsAsync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): Promise<NativeRawCgroupBatch>;
+  /** recheckAbsent: open again the files the kept-open table remembers as absent. */
+  readCgroupsSync?(kinds: Uint8Array, paths: string, keepOpen?: boolean, recheckAbsent?: boolean): NativeRawCgroupBatch;
+  readCgroupsAsync?(kinds: Uint8Array, paths: string, keepOpen?: boolean, recheckAbsent?: boolean): Promise<NativeRawCgroupBatch>;
   /** Closes the kept-open descriptors of each NUL-terminated cgroup dir. */
   forgetCgroups?(dirs: string): void;
   cgroupFdTable?(): NativeCgroupFdTable;
