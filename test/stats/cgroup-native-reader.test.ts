@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { EXPECTED_ADDON_ABI, findPackageRoot, loadNative, type NativeAddon } from '../../src/native.js';
 import { createNativeCgroupReader, encodeCgroupRefs } from '../../src/stats/cgroup-native-reader.js';
 import { CGROUP_FIELD_NAMES } from '../../src/stats/cgroup-sample.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 test('loader: addon absent → a reason naming the path, no throw', () => {
   const missing = path.join(tmpdir(), 'kts-no-such-dir', 'kubelet_ts_native.node');
@@ -71,4 +72,39 @@ test('the addon rejects malformed arguments with a TypeError', () => {
   assert.throws(() => addon.readCgroupsSync!(new Uint8Array([3]), '\0\0\0\0\0\0'), TypeError);
   assert.throws(() => addon.readCgroupsSync!(new Uint8Array([2]), '/a\0'), TypeError);
   assert.throws(() => addon.readCgroupsSync!([2] as unknown as Uint8Array, '/a\0\0\0\0\0\0'), TypeError);
+  assert.throws(() => addon.readCgroupsSync!(new Uint8Array([2]), '/a\0\0\0\0\0\0', true, 1 as unknown as boolean), TypeError);
+});
+
+test('the reader asks the addon to re-check absent files once per period of its clock, kept-open reads only', async () => {
+  const calls: Array<[boolean | undefined, boolean | undefined]> = [];
+  const empty = { status: new Uint8Array(0), values: new BigUint64Array(0), state: new Uint8Array(0), devIds: new Uint32Array(0), devValues: new BigUint64Array(0) };
+  const clock = new FakeClock();
+  const addonDouble: NativeAddon = {
+    addonAbi: () => EXPECTED_ADDON_ABI,
+    fieldNames: () => [...CGROUP_FIELD_NAMES],
+    readCgroupsSync: (_k, _p, keepOpen, recheck) => (calls.push([keepOpen, recheck]), empty),
+    readCgroupsAsync: async (_k, _p, keepOpen, recheck) => (calls.push([keepOpen, recheck]), empty),
+    forgetCgroups: () => undefined,
+    cgroupFdTable: () => assert.fail('not called'),
+    setCgroupFdBudget: (n) => n,
+  };
+  const reader = createNativeCgroupReader({ addon: addonDouble }, { clock, absentRecheckMs: 1000 }).reader!;
+  const plain = reader.withKeepOpen(false);
+  reader.readCgroupsSync([]);
+  clock.step(999);
+  await reader.readCgroups([]);
+  clock.step(1);
+  plain.readCgroupsSync([]);
+  await reader.readCgroups([]);
+  reader.readCgroupsSync([]);
+  clock.step(1000);
+  reader.readCgroupsSync([]);
+  assert.deepEqual(calls, [
+    [true, false],
+    [true, false],
+    [false, false],
+    [true, true],
+    [true, false],
+    [true, true],
+  ]);
 });
