@@ -1037,8 +1037,10 @@ struct BatchBuffers {
 // Validates (kinds, paths) and fills a baton; throws a JS TypeError on bad input.
 std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuffers* out) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsString()) {
-    throw Napi::TypeError::New(env, "readCgroups(kinds: Uint8Array, paths: string)");
+  const bool paths_bytes = info.Length() >= 2 && info[1].IsTypedArray() &&
+                           info[1].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
+  if (info.Length() < 2 || !info[0].IsTypedArray() || !(info[1].IsString() || paths_bytes)) {
+    throw Napi::TypeError::New(env, "readCgroups(kinds: Uint8Array, paths: string | Uint8Array)");
   }
   Napi::TypedArray kinds_arr = info[0].As<Napi::TypedArray>();
   if (kinds_arr.TypedArrayType() != napi_uint8_array) {
@@ -1059,7 +1061,13 @@ std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuff
   for (uint8_t k : batch->kinds) {
     if (k != 1 && k != 2) throw Napi::TypeError::New(env, "readCgroups: kinds must be 1 or 2");
   }
-  batch->paths = info[1].As<Napi::String>().Utf8Value();
+  if (paths_bytes) {
+    // UTF-8 bytes the caller encoded once for a list it reads again and again: copied, not transcoded.
+    const Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+    batch->paths.assign(reinterpret_cast<const char*>(bytes.Data()), bytes.ElementLength());
+  } else {
+    batch->paths = info[1].As<Napi::String>().Utf8Value();
+  }
   const size_t entries = static_cast<size_t>(batch->count) * kSlotCount;
   batch->entry.reserve(entries);
   batch->entry_len.reserve(entries);
