@@ -402,8 +402,11 @@ bool ParseDevice(const char* p, const char* end, uint32_t* major, uint32_t* mino
 // its first part open and does not thrash.
 //
 // A descriptor is dropped when its cgroup goes away: a read failing with ENODEV/ENOENT
-// (cgroupfs), or, on other filesystems (synthetic trees), a file whose link count fell to 0.
-// The next read of that path opens it again if it exists. Batches using the table run one
+// (cgroupfs), or, on other filesystems (synthetic trees), a file whose link count fell to 0
+// (checked once per cgroup and snapshot, on its first dir holding descriptors). The next read
+// of that path opens it again if it exists. A file that does not exist in a dir that does is
+// remembered as absent and not opened again until a batch asks for a re-check (the TS reader
+// does once per ABSENT_RECHECK_MS) or the dir is forgotten. Batches using the table run one
 // at a time (its mutex is held for the whole batch).
 constexpr size_t kMaxDirFiles = 16;
 static_assert(sizeof(kV1Files) / sizeof(kV1Files[0]) <= kMaxDirFiles, "v1 file table");
@@ -905,8 +908,8 @@ class BatchReader {
     }
   }
 
-  // The field of key `k`, or -1: the key after the last one found first (the kernel prints
-  // keys in a fixed order), else the key table's hash index.
+  // The field of key `k` (not empty), or -1: the key after the last one found first (the
+  // kernel prints keys in a fixed order), else the key table's hash index.
   static int FindKey(const FileSpec& spec, std::string_view k, size_t* cursor) {
     if (*cursor < spec.key_count && spec.keys[*cursor].key == k) return spec.keys[(*cursor)++].field;
     uint32_t h = KeyHash(k.data(), k.size());
