@@ -239,7 +239,7 @@ export function uringTable(cases: readonly UringCaseResult[], rounds: number, sq
     }
     const k = c.nativeKeptMs;
     lines.push(`${label.padEnd(22)} ${'native kept, sync'.padEnd(24)} ${f(k).padStart(9)} ${'-'.padStart(9)} ${f(floor && k && k / floor).padStart(9)} ${f(pread && k && k / pread).padStart(9)}`);
-    if (c.absentFiles > 0) lines.push(`  (${c.name}: the native reader also tries ${c.absentFiles} files absent on this host, reads + parsing)`);
+    if (c.absentFiles > 0) lines.push(`  (${c.name}: ${c.absentFiles} files absent on this host: the native reader remembers them and opens them again only once per re-check period; its time is reads + parsing)`);
   }
   return lines;
 }

@@ -156,6 +156,31 @@ struct Key {
   Field field;
 };
 
+// Open-addressing index of a key table (slot = key index + 1, 0 = empty): a keyed line whose
+// key is not the one the cursor expects is found with one hash instead of a scan of the table.
+constexpr size_t kKeySlots = 64;
+struct KeyIndex {
+  uint8_t slot[kKeySlots];
+};
+
+constexpr uint32_t KeyHash(const char* k, size_t n) {
+  return (static_cast<uint32_t>(n) * 37u + static_cast<unsigned char>(k[0]) * 7u +
+          static_cast<unsigned char>(k[n - 1]) * 131u + static_cast<unsigned char>(k[n / 2]) * 17u) &
+         (kKeySlots - 1);
+}
+
+template <size_t N>
+constexpr KeyIndex MakeKeyIndex(const Key (&keys)[N]) {
+  static_assert(N < kKeySlots / 2, "key table too large for its index");
+  KeyIndex index{};
+  for (size_t i = 0; i < N; ++i) {
+    uint32_t h = KeyHash(keys[i].key.data(), keys[i].key.size());
+    while (index.slot[h] != 0) h = (h + 1) & (kKeySlots - 1);
+    index.slot[h] = static_cast<uint8_t>(i + 1);
+  }
+  return index;
+}
+
 struct FileSpec {
   const char* name;
   Slot slot;
@@ -163,6 +188,7 @@ struct FileSpec {
   Field field;  // single: the field; psi/iostat/blkio: the first of consecutive fields
   const Key* keys;
   uint8_t key_count;
+  const KeyIndex* index;
   uint8_t device_column;  // blkio: column of its Read line (Write is the next)
 };
 
@@ -227,40 +253,50 @@ constexpr Key kV1MemoryStat[] = {
 };
 constexpr Key kV1OomControl[] = {{"under_oom", kUnderOom}, {"oom_kill", kOomKill}};
 
-#define KTS_KEYS(table) table, static_cast<uint8_t>(sizeof(table) / sizeof(table[0]))
+constexpr KeyIndex kV2CpuStatIndex = MakeKeyIndex(kV2CpuStat);
+constexpr KeyIndex kV2MemoryStatIndex = MakeKeyIndex(kV2MemoryStat);
+constexpr KeyIndex kV2MemoryEventsIndex = MakeKeyIndex(kV2MemoryEvents);
+constexpr KeyIndex kV1CpuStatIndex = MakeKeyIndex(kV1CpuStat);
+constexpr KeyIndex kV1CpuacctStatIndex = MakeKeyIndex(kV1CpuacctStat);
+constexpr KeyIndex kV1MemoryStatIndex = MakeKeyIndex(kV1MemoryStat);
+constexpr KeyIndex kV1OomControlIndex = MakeKeyIndex(kV1OomControl);
+
+#define KTS_KEYS(table) table, static_cast<uint8_t>(sizeof(table) / sizeof(table[0])), &table##Index
+#define KTS_NO_KEYS nullptr, 0, nullptr
 
 constexpr FileSpec kV2Files[] = {
     {"cpu.stat", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2CpuStat), 0},
-    {"memory.current", kUnified, Parse::kSingle, kMemCurrent, nullptr, 0, 0},
-    {"memory.max", kUnified, Parse::kSingle, kMemMax, nullptr, 0, 0},
+    {"memory.current", kUnified, Parse::kSingle, kMemCurrent, KTS_NO_KEYS, 0},
+    {"memory.max", kUnified, Parse::kSingle, kMemMax, KTS_NO_KEYS, 0},
     {"memory.stat", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2MemoryStat), 0},
     {"memory.events", kUnified, Parse::kKeyed, kFieldCount, KTS_KEYS(kV2MemoryEvents), 0},
-    {"memory.swap.current", kUnified, Parse::kSingle, kMemSwapCurrent, nullptr, 0, 0},
-    {"pids.current", kUnified, Parse::kSingle, kPidsCurrent, nullptr, 0, 0},
-    {"pids.max", kUnified, Parse::kSingle, kPidsMax, nullptr, 0, 0},
-    {"io.stat", kUnified, Parse::kIoStat, kIoRbytes, nullptr, 0, 0},
-    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, nullptr, 0, 0},
-    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, nullptr, 0, 0},
-    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, nullptr, 0, 0},
+    {"memory.swap.current", kUnified, Parse::kSingle, kMemSwapCurrent, KTS_NO_KEYS, 0},
+    {"pids.current", kUnified, Parse::kSingle, kPidsCurrent, KTS_NO_KEYS, 0},
+    {"pids.max", kUnified, Parse::kSingle, kPidsMax, KTS_NO_KEYS, 0},
+    {"io.stat", kUnified, Parse::kIoStat, kIoRbytes, KTS_NO_KEYS, 0},
+    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, KTS_NO_KEYS, 0},
+    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, KTS_NO_KEYS, 0},
+    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, KTS_NO_KEYS, 0},
 };
 
 constexpr FileSpec kV1Files[] = {
     {"cpu.stat", kCpu, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1CpuStat), 0},
-    {"cpuacct.usage", kCpuacct, Parse::kSingle, kCpuacctUsage, nullptr, 0, 0},
+    {"cpuacct.usage", kCpuacct, Parse::kSingle, kCpuacctUsage, KTS_NO_KEYS, 0},
     {"cpuacct.stat", kCpuacct, Parse::kTicks, kFieldCount, KTS_KEYS(kV1CpuacctStat), 0},
-    {"memory.usage_in_bytes", kMemory, Parse::kSingle, kMemUsageInBytes, nullptr, 0, 0},
-    {"memory.limit_in_bytes", kMemory, Parse::kSingle, kMemLimitInBytes, nullptr, 0, 0},
+    {"memory.usage_in_bytes", kMemory, Parse::kSingle, kMemUsageInBytes, KTS_NO_KEYS, 0},
+    {"memory.limit_in_bytes", kMemory, Parse::kSingle, kMemLimitInBytes, KTS_NO_KEYS, 0},
     {"memory.stat", kMemory, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1MemoryStat), 0},
     {"memory.oom_control", kMemory, Parse::kKeyed, kFieldCount, KTS_KEYS(kV1OomControl), 0},
-    {"pids.current", kPids, Parse::kSingle, kPidsCurrent, nullptr, 0, 0},
-    {"pids.max", kPids, Parse::kSingle, kPidsMax, nullptr, 0, 0},
-    {"blkio.throttle.io_service_bytes_recursive", kBlkio, Parse::kBlkio, kBlkioBytesRead, nullptr, 0, 0},
-    {"blkio.throttle.io_serviced_recursive", kBlkio, Parse::kBlkio, kBlkioServicedRead, nullptr, 0, 2},
-    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, nullptr, 0, 0},
-    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, nullptr, 0, 0},
-    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, nullptr, 0, 0},
+    {"pids.current", kPids, Parse::kSingle, kPidsCurrent, KTS_NO_KEYS, 0},
+    {"pids.max", kPids, Parse::kSingle, kPidsMax, KTS_NO_KEYS, 0},
+    {"blkio.throttle.io_service_bytes_recursive", kBlkio, Parse::kBlkio, kBlkioBytesRead, KTS_NO_KEYS, 0},
+    {"blkio.throttle.io_serviced_recursive", kBlkio, Parse::kBlkio, kBlkioServicedRead, KTS_NO_KEYS, 2},
+    {"cpu.pressure", kUnified, Parse::kPsi, kCpuPsiSomeAvg10, KTS_NO_KEYS, 0},
+    {"memory.pressure", kUnified, Parse::kPsi, kMemPsiSomeAvg10, KTS_NO_KEYS, 0},
+    {"io.pressure", kUnified, Parse::kPsi, kIoPsiSomeAvg10, KTS_NO_KEYS, 0},
 };
 #undef KTS_KEYS
+#undef KTS_NO_KEYS
 
 uint64_t g_clock_ticks = 100;
 
@@ -284,6 +320,7 @@ struct CgroupBatch {
   uint8_t* state = nullptr;
   std::vector<DeviceRow> devices;
   bool keep_open = false;  // read through the kept-open descriptor table
+  bool recheck_absent = false;  // open again the files the table remembers as absent
 };
 
 // Runs a batch, through the descriptor table when it asks for it.
@@ -300,11 +337,17 @@ State ParseValue(const char* p, const char* end, uint64_t* out) {
   }
   if (p == end) return kAbsent;
   uint64_t v = 0;
-  for (; p < end; ++p) {
-    const unsigned d = static_cast<unsigned char>(*p) - '0';
+  // Up to 19 digits cannot overflow 64 bits: no check per digit.
+  const char* safe_end = end - p <= 19 ? end : p + 19;
+  for (; p < safe_end; ++p) {
+    const unsigned d = static_cast<unsigned>(static_cast<unsigned char>(*p)) - '0';
     if (d > 9) return kAbsent;
-    if (v > (UINT64_MAX - d) / 10) return kAbsent;
     v = v * 10 + d;
+  }
+  for (; p < end; ++p) {
+    const unsigned d = static_cast<unsigned>(static_cast<unsigned char>(*p)) - '0';
+    if (d > 9) return kAbsent;
+    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, d, &v)) return kAbsent;
   }
   *out = v;
   return kPresent;
@@ -359,8 +402,11 @@ bool ParseDevice(const char* p, const char* end, uint32_t* major, uint32_t* mino
 // its first part open and does not thrash.
 //
 // A descriptor is dropped when its cgroup goes away: a read failing with ENODEV/ENOENT
-// (cgroupfs), or, on other filesystems (synthetic trees), a file whose link count fell to 0.
-// The next read of that path opens it again if it exists. Batches using the table run one
+// (cgroupfs), or, on other filesystems (synthetic trees), a file whose link count fell to 0
+// (checked once per cgroup and snapshot, on its first dir holding descriptors). The next read
+// of that path opens it again if it exists. A file that does not exist in a dir that does is
+// remembered as absent and not opened again until a batch asks for a re-check (the TS reader
+// does once per ABSENT_RECHECK_MS) or the dir is forgotten. Batches using the table run one
 // at a time (its mutex is held for the whole batch).
 constexpr size_t kMaxDirFiles = 16;
 static_assert(sizeof(kV1Files) / sizeof(kV1Files[0]) <= kMaxDirFiles, "v1 file table");
@@ -373,9 +419,25 @@ struct KeptDir {
   std::string key;  // version digit + dir
   int fds[kMaxDirFiles];
   uint32_t open = 0;
+  // Files of this dir found absent (bit = index in the version's file table): not opened again
+  // until a batch asks for a re-check, or the entry is forgotten (a v2 cgroup without a memory
+  // controller, a v1 cgroup outside the unified hierarchy cost nothing per snapshot).
+  uint16_t absent = 0;
   bool kernfs = false;  // cgroupfs: removal shows as ENODEV on read
   bool kernfs_known = false;
   uint64_t gen = 0;  // batch that last used it
+  std::list<KeptDir>::iterator self;
+};
+static_assert(kMaxDirFiles <= 16, "absent mask");
+
+// The table's entries of the last batch by path-table entry: the next batch with the same list
+// (the usual case: the same cgroups every snapshot) takes them from here instead of hashing
+// every directory again. Valid while no entry has been erased since it was filled.
+struct LookupMemo {
+  std::string paths;
+  std::vector<uint8_t> kinds;
+  std::vector<KeptDir*> dirs;
+  uint64_t erased = UINT64_MAX;  // the table's erase count it is valid for
 };
 
 struct FdTableStats {
@@ -419,6 +481,16 @@ class FdTable {
 
   uint64_t BeginBatch() { return ++gen_; }
 
+  // Entries erased so far (pointers to entries stay valid while this does not move).
+  uint64_t erased() const { return erased_; }
+  LookupMemo& memo() { return memo_; }
+
+  // Marks `d` used by the current batch (most recently used).
+  void Touch(KeptDir* d) {
+    lru_.splice(lru_.begin(), lru_, d->self);
+    d->gen = gen_;
+  }
+
   // The entry of (kind, dir), created when there is room; nullptr = read without keeping.
   KeptDir* Get(uint8_t kind, const char* dir, size_t dlen) {
     key_.assign(1, static_cast<char>('0' + kind));
@@ -432,6 +504,7 @@ class FdTable {
     if (!MakeRoom(1)) return nullptr;
     lru_.emplace_front();
     KeptDir& d = lru_.front();
+    d.self = lru_.begin();
     d.key = key_;
     for (int& fd : d.fds) fd = -1;
     d.gen = gen_;
@@ -484,9 +557,9 @@ class FdTable {
     }
   }
 
-  // Removes entries left with no descriptor (dropped as gone, or never kept).
+  // Removes entries left with no descriptor and no absent file (dropped as gone, or never kept).
   void Release(KeptDir* d) {
-    if (d->open != 0) return;
+    if (d->open != 0 || d->absent != 0) return;
     auto it = index_.find(d->key);
     if (it != index_.end()) Erase(it->second);
   }
@@ -495,6 +568,7 @@ class FdTable {
   void Erase(std::list<KeptDir>::iterator it) {
     index_.erase(it->key);
     lru_.erase(it);
+    ++erased_;
   }
 
   // Evicts the least recently used entry if it was not used by the current batch.
@@ -528,6 +602,8 @@ class FdTable {
   long high_water_ = 0;
   long soft_limit_ = 0;
   uint64_t gen_ = 0;
+  uint64_t erased_ = 0;
+  LookupMemo memo_;
   FdTableStats stats_;
 };
 
@@ -542,8 +618,23 @@ class BatchReader {
   BatchReader(CgroupBatch& batch, FdTable* table) : b_(batch), table_(table) {}
 
   void Run() {
-    if (table_) table_->BeginBatch();
+    if (!table_) {
+      for (uint32_t i = 0; i < b_.count; ++i) ReadCgroup(i);
+      return;
+    }
+    table_->BeginBatch();
+    LookupMemo& memo = table_->memo();
+    start_erased_ = table_->erased();
+    const bool same = memo.erased == start_erased_ && memo.kinds == b_.kinds && memo.paths == b_.paths;
+    if (!same) memo.dirs.assign(b_.entry.size(), nullptr);
+    memo_ = &memo;
     for (uint32_t i = 0; i < b_.count; ++i) ReadCgroup(i);
+    if (!same) {
+      memo.paths = b_.paths;
+      memo.kinds = b_.kinds;
+    }
+    // An entry erased during this batch may be one the memo points at: fill it again next time.
+    memo.erased = table_->erased() == start_erased_ ? start_erased_ : UINT64_MAX;
   }
 
  private:
@@ -577,10 +668,28 @@ class BatchReader {
     return static_cast<ssize_t>(len);
   }
 
-  // open/read/close; returns its length (data in *out) or -errno.
-  ssize_t ReadFile(const char* path, char* buf, const char** out) {
+  // dir + '/' + name into path (NUL-terminated); false when it does not fit.
+  static bool MakePath(const char* dir, size_t dlen, const char* name, char* path, size_t cap) {
+    const size_t nlen = strlen(name);
+    if (dlen + 1 + nlen + 1 > cap) return false;
+    memcpy(path, dir, dlen);
+    path[dlen] = '/';
+    memcpy(path + dlen + 1, name, nlen + 1);
+    return true;
+  }
+
+  // Opens dir/name (built only here: a kept descriptor needs no path); fd or -errno.
+  static int OpenFile(const char* dir, size_t dlen, const char* name) {
+    char path[4096 + 64];
+    if (!MakePath(dir, dlen, name, path, sizeof(path))) return -ENAMETOOLONG;
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
+    return fd < 0 ? -errno : fd;
+  }
+
+  // open/read/close; returns its length (data in *out) or -errno.
+  ssize_t ReadFile(const char* dir, size_t dlen, const char* name, char* buf, const char** out) {
+    const int fd = OpenFile(dir, dlen, name);
+    if (fd < 0) return fd;
     const ssize_t n = ReadFd(fd, false, buf, out);
     close(fd);
     return n;
@@ -589,7 +698,8 @@ class BatchReader {
   static bool GoneErrno(ssize_t n) { return n == -ENODEV || n == -ENOENT || n == -ESTALE; }
 
   // Through the table: pread on the kept descriptor, else open (and keep when the budget allows).
-  ssize_t ReadKept(KeptDir* d, size_t slot, const char* path, char* buf, const char** out) {
+  ssize_t ReadKept(KeptDir* d, size_t slot, const char* dir, size_t dlen, const char* name, char* buf,
+                   const char** out) {
     if (d->fds[slot] >= 0) {
       const ssize_t n = ReadFd(d->fds[slot], true, buf, out);
       if (n >= 0) {
@@ -600,8 +710,8 @@ class BatchReader {
       table_->Drop(d, slot);
       if (GoneErrno(n)) ++table_->mutable_stats().gone;
     }
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
+    const int fd = OpenFile(dir, dlen, name);
+    if (fd < 0) return fd;
     const ssize_t n = ReadFd(fd, false, buf, out);
     if (n < 0 || !table_->Keep(d, slot, fd)) {
       if (n >= 0) ++table_->mutable_stats().fallbacks;
@@ -618,15 +728,27 @@ class BatchReader {
   }
 
   // Outside cgroupfs a removed file stays readable through its descriptor: check its link count.
-  void DropIfUnlinked(KeptDir* d) {
-    if (d->kernfs || d->open == 0) return;
+  // True when the dir's descriptors were dropped for it.
+  bool DropIfUnlinked(KeptDir* d) {
     for (size_t s = 0; s < kMaxDirFiles; ++s) {
       if (d->fds[s] < 0) continue;
       struct stat st;
-      if (fstat(d->fds[s], &st) == 0 && st.st_nlink > 0) return;
+      if (fstat(d->fds[s], &st) == 0 && st.st_nlink > 0) return false;
       table_->DropAll(d, &table_->mutable_stats().gone);
-      return;
+      return true;
     }
+    return false;
+  }
+
+  // The table's entry for path-table entry e: the memo's while nothing was erased, else hashed.
+  KeptDir* Lookup(size_t e, uint8_t kind, const char* dir, size_t dlen) {
+    KeptDir*& slot = memo_->dirs[e];
+    if (slot && table_->erased() == start_erased_) {
+      table_->Touch(slot);
+      return slot;
+    }
+    slot = table_->Get(kind, dir, dlen);
+    return slot;
   }
 
   static bool DirGone(const char* dir) {
@@ -635,7 +757,6 @@ class BatchReader {
 
   void ReadCgroup(uint32_t i) {
     char buf[kStackBuf];
-    char path[4096 + 64];
     const bool v2 = b_.kinds[i] == 2;
     const FileSpec* files = v2 ? kV2Files : kV1Files;
     const size_t nfiles = v2 ? sizeof(kV2Files) / sizeof(kV2Files[0]) : sizeof(kV1Files) / sizeof(kV1Files[0]);
@@ -646,6 +767,10 @@ class BatchReader {
     bool missing = false;
     KeptDir* kept = nullptr;
     int kept_slot = -1;
+    // Outside cgroupfs, one link-count check per cgroup (its first dir holding descriptors);
+    // once one dir is found unlinked the cgroup is going away: check every other dir too.
+    bool check_unlinked = true;
+    bool unlinked = false;
 
     for (size_t f = 0; f < nfiles; ++f) {
       const FileSpec& spec = files[f];
@@ -653,22 +778,27 @@ class BatchReader {
       const uint32_t dlen = b_.entry_len[e];
       if (dlen == 0) continue;
       const char* dir = b_.paths.data() + b_.entry[e];
-      const size_t nlen = strlen(spec.name);
-      if (dlen + 1 + nlen + 1 > sizeof(path)) continue;
-      memcpy(path, dir, dlen);
-      path[dlen] = '/';
-      memcpy(path + dlen + 1, spec.name, nlen + 1);
 
       if (table_ && kept_slot != spec.slot) {
         // Files of one slot are consecutive in the tables: one lookup per directory.
         if (kept) table_->Release(kept);
-        kept = table_->Get(b_.kinds[i], dir, dlen);
+        kept = Lookup(e, b_.kinds[i], dir, dlen);
         kept_slot = spec.slot;
-        if (kept) DropIfUnlinked(kept);
+        if (kept && !kept->kernfs && kept->open > 0 && (check_unlinked || unlinked)) {
+          check_unlinked = false;
+          if (DropIfUnlinked(kept)) unlinked = true;
+        }
+      }
+
+      const uint16_t bit = static_cast<uint16_t>(1u << f);
+      if (kept && (kept->absent & bit)) {
+        if (!b_.recheck_absent) continue;
+        kept->absent &= static_cast<uint16_t>(~bit);
       }
 
       const char* data = nullptr;
-      const ssize_t n = kept ? ReadKept(kept, f, path, buf, &data) : ReadFile(path, buf, &data);
+      const ssize_t n = kept ? ReadKept(kept, f, dir, dlen, spec.name, buf, &data)
+                             : ReadFile(dir, dlen, spec.name, buf, &data);
       if (n < 0) {
         // A missing file is an absent field unless its whole directory is gone; a v1 cgroup's
         // unified dir only adds PSI, so its absence does not make the cgroup missing.
@@ -676,6 +806,7 @@ class BatchReader {
           missing = true;
           break;
         }
+        if (kept && n == -ENOENT) kept->absent |= bit;
         continue;
       }
       ParseFile(spec, data, data + n, vals, st);
@@ -730,6 +861,10 @@ class BatchReader {
       if (s != kAbsent) Set(vals, st, spec.field, v, s);
       return;
     }
+    if (spec.parse == Parse::kKeyed || spec.parse == Parse::kTicks) {
+      ParseKeyed(spec, p, end, vals, st);
+      return;
+    }
     size_t cursor = 0;
     while (p < end) {
       const char* nl = static_cast<const char*>(memchr(p, '\n', end - p));
@@ -737,6 +872,54 @@ class BatchReader {
       ParseLine(spec, p, line_end, vals, st, &cursor);
       p = nl ? nl + 1 : end;
     }
+  }
+
+  static bool IsTokenEnd(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
+  // "key value" lines in one pass: the key up to the first blank, looked up; the value token
+  // scanned only for a key of the table; the rest of the line skipped with memchr.
+  void ParseKeyed(const FileSpec& spec, const char* p, const char* end, uint64_t* vals, uint8_t* st) {
+    size_t cursor = 0;
+    while (p < end) {
+      const char* key = p;
+      while (p < end && !IsTokenEnd(*p)) ++p;
+      if (p < end && *p != '\n' && p > key) {
+        const int field = FindKey(spec, std::string_view(key, static_cast<size_t>(p - key)), &cursor);
+        if (field >= 0) {
+          while (p < end && IsBlank(*p)) ++p;
+          const char* tok = p;
+          while (p < end && !IsTokenEnd(*p)) ++p;
+          uint64_t v;
+          State s = p > tok ? ParseValue(tok, p, &v) : kAbsent;
+          if (s == kPresent && spec.parse == Parse::kTicks) {
+            const unsigned __int128 ns = static_cast<unsigned __int128>(v) * 1000000000u / g_clock_ticks;
+            if (ns > UINT64_MAX) s = kAbsent;
+            v = static_cast<uint64_t>(ns);
+          }
+          if (s != kAbsent) Set(vals, st, field, v, s);
+        }
+      }
+      if (p < end && *p == '\n') {
+        ++p;
+        continue;
+      }
+      const char* nl = p < end ? static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p))) : nullptr;
+      p = nl ? nl + 1 : end;
+    }
+  }
+
+  // The field of key `k` (not empty), or -1: the key after the last one found first (the
+  // kernel prints keys in a fixed order), else the key table's hash index.
+  static int FindKey(const FileSpec& spec, std::string_view k, size_t* cursor) {
+    if (*cursor < spec.key_count && spec.keys[*cursor].key == k) return spec.keys[(*cursor)++].field;
+    uint32_t h = KeyHash(k.data(), k.size());
+    for (uint8_t s; (s = spec.index->slot[h]) != 0; h = (h + 1) & (kKeySlots - 1)) {
+      if (spec.keys[s - 1].key == k) {
+        *cursor = s;
+        return spec.keys[s - 1].field;
+      }
+    }
+    return -1;
   }
 
   // Splits the next blank-separated token of [*p, end); false at the end of the line.
@@ -756,35 +939,6 @@ class BatchReader {
     const char* tok;
     const char* tok_end;
     switch (spec.parse) {
-      case Parse::kKeyed:
-      case Parse::kTicks: {
-        // The key starts the line.
-        const char* key = p;
-        while (p < end && !IsBlank(*p)) ++p;
-        if (p == key || p == end) return;
-        const std::string_view k(key, static_cast<size_t>(p - key));
-        if (!NextToken(&p, end, &tok, &tok_end)) return;
-        int field = -1;
-        for (size_t n = 0; n < spec.key_count; ++n) {
-          const size_t at = (*cursor + n) % spec.key_count;
-          if (spec.keys[at].key == k) {
-            field = spec.keys[at].field;
-            *cursor = at + 1;
-            break;
-          }
-        }
-        if (field < 0) return;
-        uint64_t v;
-        const State s = ParseValue(tok, tok_end, &v);
-        if (s == kAbsent) return;
-        if (s == kPresent && spec.parse == Parse::kTicks) {
-          const unsigned __int128 ns = static_cast<unsigned __int128>(v) * 1000000000u / g_clock_ticks;
-          if (ns > UINT64_MAX) return;
-          v = static_cast<uint64_t>(ns);
-        }
-        Set(vals, st, field, v, s);
-        return;
-      }
       case Parse::kPsi: {
         if (!NextToken(&p, end, &tok, &tok_end)) return;
         const std::string_view kind(tok, static_cast<size_t>(tok_end - tok));
@@ -851,12 +1005,16 @@ class BatchReader {
         return;
       }
       case Parse::kSingle:
+      case Parse::kKeyed:
+      case Parse::kTicks:  // ParseFile / ParseKeyed
         return;
     }
   }
 
   CgroupBatch& b_;
   FdTable* table_;
+  LookupMemo* memo_ = nullptr;
+  uint64_t start_erased_ = 0;
   std::vector<char> spill_;
   size_t dev_start_ = 0;
   uint32_t cgroup_ = 0;
@@ -882,8 +1040,10 @@ struct BatchBuffers {
 // Validates (kinds, paths) and fills a baton; throws a JS TypeError on bad input.
 std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuffers* out) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsString()) {
-    throw Napi::TypeError::New(env, "readCgroups(kinds: Uint8Array, paths: string)");
+  const bool paths_bytes = info.Length() >= 2 && info[1].IsTypedArray() &&
+                           info[1].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
+  if (info.Length() < 2 || !info[0].IsTypedArray() || !(info[1].IsString() || paths_bytes)) {
+    throw Napi::TypeError::New(env, "readCgroups(kinds: Uint8Array, paths: string | Uint8Array)");
   }
   Napi::TypedArray kinds_arr = info[0].As<Napi::TypedArray>();
   if (kinds_arr.TypedArrayType() != napi_uint8_array) {
@@ -895,23 +1055,36 @@ std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuff
     if (!info[2].IsBoolean()) throw Napi::TypeError::New(env, "readCgroups: keepOpen must be a boolean");
     batch->keep_open = info[2].As<Napi::Boolean>().Value();
   }
+  if (info.Length() >= 4 && !info[3].IsUndefined()) {
+    if (!info[3].IsBoolean()) throw Napi::TypeError::New(env, "readCgroups: recheckAbsent must be a boolean");
+    batch->recheck_absent = info[3].As<Napi::Boolean>().Value();
+  }
   batch->count = static_cast<uint32_t>(kinds.ElementLength());
   batch->kinds.assign(kinds.Data(), kinds.Data() + kinds.ElementLength());
   for (uint8_t k : batch->kinds) {
     if (k != 1 && k != 2) throw Napi::TypeError::New(env, "readCgroups: kinds must be 1 or 2");
   }
-  batch->paths = info[1].As<Napi::String>().Utf8Value();
+  if (paths_bytes) {
+    // UTF-8 bytes the caller encoded once for a list it reads again and again: copied, not transcoded.
+    const Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+    batch->paths.assign(reinterpret_cast<const char*>(bytes.Data()), bytes.ElementLength());
+  } else {
+    batch->paths = info[1].As<Napi::String>().Utf8Value();
+  }
   const size_t entries = static_cast<size_t>(batch->count) * kSlotCount;
   batch->entry.reserve(entries);
   batch->entry_len.reserve(entries);
-  size_t start = 0;
-  for (size_t at = 0; at < batch->paths.size(); ++at) {
-    if (batch->paths[at] != '\0') continue;
-    if (batch->entry.size() == entries) break;
-    batch->entry.push_back(static_cast<uint32_t>(start));
-    batch->entry_len.push_back(static_cast<uint32_t>(at - start));
-    start = at + 1;
+  const char* const base = batch->paths.data();
+  const char* const end = base + batch->paths.size();
+  const char* p = base;
+  while (p < end && batch->entry.size() < entries) {
+    const char* nul = static_cast<const char*>(memchr(p, '\0', static_cast<size_t>(end - p)));
+    if (!nul) break;
+    batch->entry.push_back(static_cast<uint32_t>(p - base));
+    batch->entry_len.push_back(static_cast<uint32_t>(nul - p));
+    p = nul + 1;
   }
+  const size_t start = static_cast<size_t>(p - base);
   if (batch->entry.size() != entries || start != batch->paths.size()) {
     throw Napi::TypeError::New(env, "readCgroups: paths must hold 6 NUL-terminated entries per cgroup");
   }
@@ -919,6 +1092,7 @@ std::unique_ptr<CgroupBatch> ParseArgs(const Napi::CallbackInfo& info, BatchBuff
   out->status = Napi::ArrayBuffer::New(env, batch->count);
   out->values = Napi::ArrayBuffer::New(env, cells * sizeof(uint64_t));
   out->state = Napi::ArrayBuffer::New(env, cells);
+  batch->devices.reserve(batch->count);
   batch->status = static_cast<uint8_t*>(out->status.Data());
   batch->values = static_cast<uint64_t*>(out->values.Data());
   batch->state = static_cast<uint8_t*>(out->state.Data());

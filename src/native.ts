@@ -24,9 +24,15 @@ export interface NativeAddon {
   // Cgroup batch reader (native/cgroup_reader.cc).
   fieldNames?(): string[];
   clockTicks?(): number;
-  /** kinds[i] = cgroup version; paths = 6 NUL-terminated dirs per cgroup (CGROUP_SLOTS order). */
-  readCgroupsSync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): NativeRawCgroupBatch;
-  readCgroupsAsync?(kinds: Uint8Array, paths: string, keepOpen?: boolean): Promise<NativeRawCgroupBatch>;
+  /** kinds[i] = cgroup version; paths = 6 NUL-terminated dirs per cgroup (CGROUP_SLOTS order), or their UTF-8 bytes. */
+  /** recheckAbsent: open again the files the kept-open table remembers as absent. */
+  readCgroupsSync?(kinds: Uint8Array, paths: string | Uint8Array, keepOpen?: boolean, recheckAbsent?: boolean): NativeRawCgroupBatch;
+  readCgroupsAsync?(
+    kinds: Uint8Array,
+    paths: string | Uint8Array,
+    keepOpen?: boolean,
+    recheckAbsent?: boolean,
+  ): Promise<NativeRawCgroupBatch>;
   /** Closes the kept-open descriptors of each NUL-terminated cgroup dir. */
   forgetCgroups?(dirs: string): void;
   cgroupFdTable?(): NativeCgroupFdTable;

@@ -6,6 +6,7 @@ import {
   type NativeLoadResult,
   type NativeRawCgroupBatch,
 } from '../native.js';
+import { realClock, type Clock } from '../util/clock.js';
 import {
   CGROUP_FIELD_NAMES,
   CGROUP_SLOTS,
@@ -15,8 +16,16 @@ import {
   type CgroupRef,
 } from './cgroup-sample.js';
 
-type ReadSync = (kinds: Uint8Array, paths: string, keepOpen?: boolean) => NativeRawCgroupBatch;
-type ReadAsync = (kinds: Uint8Array, paths: string, keepOpen?: boolean) => Promise<NativeRawCgroupBatch>;
+type Paths = string | Uint8Array;
+type ReadSync = (kinds: Uint8Array, paths: Paths, keepOpen?: boolean, recheckAbsent?: boolean) => NativeRawCgroupBatch;
+type ReadAsync = (kinds: Uint8Array, paths: Paths, keepOpen?: boolean, recheckAbsent?: boolean) => Promise<NativeRawCgroupBatch>;
+
+/**
+ * How often the kept-open table opens again the files it found absent (a v2 cgroup without a
+ * memory controller, a v1 cgroup outside the unified hierarchy): a controller enabled later
+ * shows up within this period; a cgroup made again (forget(), then a new entry) at once.
+ */
+export const ABSENT_RECHECK_MS = 60_000;
 
 /** The addon's kept-open descriptor table, when the build has one. */
 export interface NativeFdTableOps {
@@ -60,6 +69,53 @@ export function encodeCgroupRefs(list: readonly CgroupRef[]): { kinds: Uint8Arra
   return { kinds, paths: parts.length === 0 ? '' : parts.join('\0') + '\0' };
 }
 
+/**
+ * The last list's encoding (versions and the paths as UTF-8 bytes), reused while the next list
+ * names the same dirs: the stats provider reads the same cgroups every snapshot, and joining and
+ * encoding 6 dirs per cgroup costs about a millisecond per thousand v1 cgroups.
+ */
+const utf8 = new TextEncoder();
+
+export class EncodedRefsCache {
+  #kinds: Uint8Array = new Uint8Array(0);
+  /** CGROUP_SLOTS.length values per ref, as the ref gave them. */
+  #slots: Array<string | undefined> = [];
+  #paths: Uint8Array = new Uint8Array(0);
+
+  encode(list: readonly CgroupRef[]): { kinds: Uint8Array; paths: Uint8Array } {
+    if (!this.#same(list)) {
+      const { kinds, paths } = encodeCgroupRefs(list);
+      const slots = new Array<string | undefined>(list.length * CGROUP_SLOTS.length);
+      for (let i = 0; i < list.length; i++) {
+        const ref = list[i]!;
+        for (let s = 0; s < CGROUP_SLOTS.length; s++) {
+          slots[i * CGROUP_SLOTS.length + s] = ref.version === 2 ? (s === 0 ? ref.dir : undefined) : ref[CGROUP_SLOTS[s]!];
+        }
+      }
+      this.#kinds = kinds;
+      this.#slots = slots;
+      this.#paths = utf8.encode(paths);
+    }
+    return { kinds: this.#kinds, paths: this.#paths };
+  }
+
+  #same(list: readonly CgroupRef[]): boolean {
+    if (list.length !== this.#kinds.length) return false;
+    const slots = this.#slots;
+    const n = CGROUP_SLOTS.length;
+    for (let i = 0; i < list.length; i++) {
+      const ref = list[i];
+      if (ref === null || typeof ref !== 'object' || ref.version !== this.#kinds[i]) return false;
+      if (ref.version === 2) {
+        if (ref.dir !== slots[i * n]) return false;
+        continue;
+      }
+      for (let s = 0; s < n; s++) if (ref[CGROUP_SLOTS[s]!] !== slots[i * n + s]) return false;
+    }
+    return true;
+  }
+}
+
 export interface NativeCgroupReaderOptions {
   clockTicks?: number;
   /**
@@ -68,6 +124,10 @@ export interface NativeCgroupReaderOptions {
    */
   keepOpen?: boolean;
   fdTable?: NativeFdTableOps;
+  /** Clock of the absent-file re-check period (default realClock). */
+  clock?: Clock;
+  /** Default ABSENT_RECHECK_MS. */
+  absentRecheckMs?: number;
 }
 
 export class NativeCgroupReader implements CgroupReader {
@@ -79,6 +139,10 @@ export class NativeCgroupReader implements CgroupReader {
   readonly #readSync: ReadSync;
   readonly #readAsync: ReadAsync;
   readonly #table?: NativeFdTableOps;
+  readonly #clock: Clock;
+  readonly #absentRecheckMs: number;
+  #lastRecheck: number;
+  readonly #encoded = new EncodedRefsCache();
 
   constructor(readSync: ReadSync, readAsync: ReadAsync, options: NativeCgroupReaderOptions | number = {}) {
     const o = typeof options === 'number' ? { clockTicks: options } : options;
@@ -87,23 +151,41 @@ export class NativeCgroupReader implements CgroupReader {
     this.clockTicks = o.clockTicks ?? 100;
     this.#table = o.fdTable;
     this.keepOpen = (o.keepOpen ?? true) && o.fdTable !== undefined;
+    this.#clock = o.clock ?? realClock;
+    this.#absentRecheckMs = o.absentRecheckMs ?? ABSENT_RECHECK_MS;
+    this.#lastRecheck = this.#clock.now();
   }
 
   /** The same addon, reading with or without kept-open descriptors (benchmarks compare both). */
   withKeepOpen(keepOpen: boolean): NativeCgroupReader {
-    return new NativeCgroupReader(this.#readSync, this.#readAsync, { clockTicks: this.clockTicks, keepOpen, fdTable: this.#table });
+    return new NativeCgroupReader(this.#readSync, this.#readAsync, {
+      clockTicks: this.clockTicks,
+      keepOpen,
+      fdTable: this.#table,
+      clock: this.#clock,
+      absentRecheckMs: this.#absentRecheckMs,
+    });
   }
 
   /** Reads off the main thread (one libuv pool task for the whole list). */
   async readCgroups(list: readonly CgroupRef[]): Promise<CgroupSampleBatch> {
-    const { kinds, paths } = encodeCgroupRefs(list);
-    return new CgroupSampleBatch(await this.#readAsync(kinds, paths, this.keepOpen));
+    const { kinds, paths } = this.#encoded.encode(list);
+    return new CgroupSampleBatch(await this.#readAsync(kinds, paths, this.keepOpen, this.#recheckDue()));
   }
 
   /** Reads on the calling thread: for benchmarks and tools, never the agent's main loop. */
   readCgroupsSync(list: readonly CgroupRef[]): CgroupSampleBatch {
-    const { kinds, paths } = encodeCgroupRefs(list);
-    return new CgroupSampleBatch(this.#readSync(kinds, paths, this.keepOpen));
+    const { kinds, paths } = this.#encoded.encode(list);
+    return new CgroupSampleBatch(this.#readSync(kinds, paths, this.keepOpen, this.#recheckDue()));
+  }
+
+  /** Whether this read opens again the files found absent (once per re-check period). */
+  #recheckDue(): boolean {
+    if (!this.keepOpen) return false;
+    const now = this.#clock.now();
+    if (now - this.#lastRecheck < this.#absentRecheckMs) return false;
+    this.#lastRecheck = now;
+    return true;
   }
 
   /** Closes the kept descriptors of cgroups no longer watched (a removed container). */
@@ -130,7 +212,7 @@ export class NativeCgroupReader implements CgroupReader {
  */
 export function createNativeCgroupReader(
   loaded: NativeLoadResult = loadNative(),
-  options: { keepOpen?: boolean } = {},
+  options: { keepOpen?: boolean; clock?: Clock; absentRecheckMs?: number } = {},
 ): {
   reader?: NativeCgroupReader;
   error?: string;
@@ -155,6 +237,8 @@ export function createNativeCgroupReader(
       clockTicks: ticks,
       keepOpen: options.keepOpen,
       fdTable,
+      clock: options.clock,
+      absentRecheckMs: options.absentRecheckMs,
     }),
   };
 }

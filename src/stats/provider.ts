@@ -231,7 +231,7 @@ export class StatsProvider {
 
   async #doInit(): Promise<void> {
     this.#mounts = this.#opts.mounts ?? (await discoverCgroupMounts());
-    const native = this.#opts.native ?? createNativeCgroupReader();
+    const native = this.#opts.native ?? createNativeCgroupReader(undefined, { clock: this.#clock });
     // The addon knows USER_HZ; the fs reader then converts cpuacct.stat ticks the same way.
     const ticks = (native.reader as { clockTicks?: unknown } | undefined)?.clockTicks;
     const fsReader = this.#opts.fsReader ?? new FsCgroupReader(typeof ticks === 'number' ? { clockTicksPerSecond: ticks } : {});
