@@ -462,6 +462,7 @@ export class Kubelet {
       volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
       podLogsDir: this.config.podLogsDir,
+      clock: this.clock,
     });
   }
 

@@ -108,7 +108,9 @@ export class PodWorkers {
 
   /** UIDs with a live worker (not finished). */
   knownPods(): string[] {
-    return [...this.workers].filter(([, w]) => !w.finished).map(([uid]) => uid);
+    const out: string[] = [];
+    for (const [uid, w] of this.workers) if (!w.finished) out.push(uid);
+    return out;
   }
 
   isTerminationRequested(uid: string): boolean {
