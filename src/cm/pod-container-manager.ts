@@ -47,6 +47,12 @@ export class PodContainerManager {
    */
   private readonly ensured = new Map<string, string>();
 
+  /**
+   * Per pod spec: its cgroup name and limits as last computed (a pod's QoS and limits come from
+   * its spec, or the QoS recorded in its status): a resync recomputes neither.
+   */
+  private readonly bySpec = new WeakMap<Pod['spec'], { uid: string; qos: string | undefined; name: string; key?: string; res?: ReturnType<typeof podCgroupResources> }>();
+
   constructor(private readonly opts: PodContainerManagerOptions) {
     const root = opts.cgroupRoot.replace(/\/+$/, '');
     this.base = `${root}/kubepods`;
@@ -58,6 +64,21 @@ export class PodContainerManager {
    * plain path component: a name built from it never leaves its QoS cgroup.
    */
   podCgroupName(pod: Pod): string {
+    return this.specEntry(pod).name;
+  }
+
+  private specEntry(pod: Pod): { uid: string; qos: string | undefined; name: string; key?: string; res?: ReturnType<typeof podCgroupResources> } {
+    const uid = pod.metadata.uid ?? '';
+    const qos = pod.status?.qosClass;
+    let e = this.bySpec.get(pod.spec);
+    if (!e || e.uid !== uid || e.qos !== qos) {
+      e = { uid, qos, name: this.computePodCgroupName(pod) };
+      this.bySpec.set(pod.spec, e);
+    }
+    return e;
+  }
+
+  private computePodCgroupName(pod: Pod): string {
     const uid = pod.metadata.uid ?? '';
     const qos = QOS_DIR[getPodQOS(pod)];
     const parent = qos ? `${this.base}/${qos}` : this.base;
@@ -68,11 +89,12 @@ export class PodContainerManager {
 
   /** Creates the pod cgroup in every hierarchy and applies its limits. Returns its name. */
   async ensureExists(pod: Pod): Promise<string> {
-    const name = this.podCgroupName(pod);
+    const e = this.specEntry(pod);
+    const name = e.name;
     const place = this.place(name);
-    const res = podCgroupResources(pod);
+    const res = (e.res ??= podCgroupResources(pod));
     const v2 = cgroupMode(this.opts.mounts) === 'v2';
-    const key = JSON.stringify(res);
+    const key = (e.key ??= JSON.stringify(res));
     const probe = this.probeDir(place, v2);
     if (this.ensured.get(name) === key && probe !== undefined) {
       try {
