@@ -26,7 +26,7 @@ export const POD_LOG_DIRS_CLEANUP_PERIOD_MS = 60_000;
 export interface HousekeepingOptions {
   log: Logger;
   podManager: PodManager;
-  podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'knownPods' | 'forgetFinished'>;
+  podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'isKnown' | 'forgetFinished'>;
   pleg: Pick<PodLifecycleEventGenerator, 'knownPods' | 'lastSeen'>;
   cgroups: Pick<PodCgroups, 'listPodCgroups' | 'remove'>;
   statusManager: Pick<StatusManager, 'removeOrphanedStatuses'>;
@@ -43,7 +43,7 @@ export interface HousekeepingOptions {
   /** Paces the pod log directory scan (once per POD_LOG_DIRS_CLEANUP_PERIOD_MS); without it every pass scans. */
   clock?: Pick<Clock, 'now'>;
   /** Removes the directories (and mounts) of pods nobody has; undefined: no volume manager. */
-  volumes?: { cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> };
+  volumes?: { cleanupOrphanedPodDirs(keep: Pick<ReadonlySet<string>, 'has'>): Promise<string[]> };
 }
 
 /** Pod log directories being scanned. */
@@ -53,19 +53,24 @@ const logDirScanAt = new Map<string, number>();
 
 export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
   if (!o.ready()) return;
+  // Every pass walks all pods (1000 pods: every 2 s): forEach and lookups, no copies of the
+  // UID sets and no [key, value] pair per entry.
   const desired = o.podManager.uidSet();
   // Pods the runtime runs that no source wants (deleted while we were down, or orphans).
-  for (const [uid, rp] of o.pleg.knownPods()) {
-    if (desired.has(uid) || o.podWorkers.has(uid)) continue;
+  o.pleg.knownPods().forEach((rp, uid) => {
+    if (desired.has(uid) || o.podWorkers.has(uid)) return;
     o.log.info('Cleaning up orphaned pod', { pod: `${rp.namespace}/${rp.name}`, podUID: uid });
     const pod: Pod = { metadata: { uid, name: rp.name, namespace: rp.namespace }, spec: { containers: [] } };
     o.podWorkers.updatePod({ updateType: 'kill', pod, removed: true });
-  }
+  });
   // Pod cgroups nobody owns.
   try {
     const known = o.pleg.knownPods();
-    for (const [uid, name] of await o.cgroups.listPodCgroups()) {
-      if (desired.has(uid) || o.podWorkers.has(uid) || known.has(uid)) continue;
+    const orphans: string[] = [];
+    (await o.cgroups.listPodCgroups()).forEach((name, uid) => {
+      if (!desired.has(uid) && !o.podWorkers.has(uid) && !known.has(uid)) orphans.push(name);
+    });
+    for (const name of orphans) {
       o.log.info('Removing orphaned pod cgroup', { cgroup: name });
       await o.cgroups.remove(name).catch((err) => o.log.warn('Failed to remove orphaned pod cgroup', { cgroup: name, err: (err as Error).message }));
     }
@@ -73,10 +78,14 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
     o.log.warn('Housekeeping: listing pod cgroups failed', { err: (err as Error).message });
   }
   o.podWorkers.forgetFinished();
-  const live = new Set(desired);
-  for (const uid of o.podWorkers.knownPods()) live.add(uid);
+  // desired, or held by a worker that has not finished
+  const live = { has: (uid: string): boolean => desired.has(uid) || o.podWorkers.isKnown(uid) };
   o.statusManager.removeOrphanedStatuses(live);
-  for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
+  for (const cache of o.caches) {
+    cache.forEach((_, uid) => {
+      if (!live.has(uid)) cache.delete(uid);
+    });
+  }
   o.runtime.gcBackoff();
   if (o.podLogsDir) {
     // upstream evictPodLogsDirectories: a pod no source wants, no worker holds and the runtime no longer has
@@ -98,8 +107,8 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   // Pod directories left by pods deleted while kubelet-ts was down (after a restart nothing
   // else knows them): only once every source was listed, so no wanted pod loses its volumes.
   if (o.volumes) {
-    const keep = live;
-    for (const uid of o.pleg.knownPods().keys()) keep.add(uid);
+    const known = o.pleg.knownPods();
+    const keep = { has: (uid: string): boolean => live.has(uid) || known.has(uid) };
     await o.volumes.cleanupOrphanedPodDirs(keep).catch((err) => o.log.warn('Housekeeping: cleaning up orphaned pod directories failed', { err: (err as Error).message }));
   }
 }

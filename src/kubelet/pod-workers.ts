@@ -127,9 +127,17 @@ export class PodWorkers {
     return this.workers.has(uid);
   }
 
+  /** A worker holds the pod and has not finished (what knownPods() lists). */
+  isKnown(uid: string): boolean {
+    const w = this.workers.get(uid);
+    return w !== undefined && !w.finished;
+  }
+
   /** Forgets finished workers whose pods are no longer desired. */
   forgetFinished(): void {
-    for (const [uid, w] of this.workers) if (w.finished && !w.working) this.forget(uid, w);
+    this.workers.forEach((w, uid) => {
+      if (w.finished && !w.working) this.forget(uid, w);
+    });
   }
 
   /** Resolves when no worker has work in flight or pending (for orderly shutdown and tests). */

@@ -163,7 +163,7 @@ export class StatusManager {
   }
 
   /** Drops statuses of pods that are no longer known. */
-  removeOrphanedStatuses(known: ReadonlySet<string>): void {
+  removeOrphanedStatuses(known: Pick<ReadonlySet<string>, 'has'>): void {
     // deleting while iterating a Map is safe: no copy of 1000 keys every housekeeping pass
     for (const uid of this.statuses.keys()) if (!known.has(uid)) this.deletePodStatus(uid);
   }
