@@ -6,7 +6,7 @@
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { Pod, QOSClass } from '../api/types.js';
-import { getPodQOS } from '../api/qos.js';
+import { computePodQOS, getPodQOS } from '../api/qos.js';
 import { allHierarchies, cgroupDir, cgroupDirUnder, cgroupMode, type CgroupMount, type CgroupMounts } from '../cgroups/index.js';
 import { podCgroupResources, type PodCgroupResources } from '../runtime/resources.js';
 import { KubeletError } from '../util/errors.js';
@@ -31,6 +31,20 @@ export interface PodContainerManagerOptions {
   podPidsLimit?: number;
 }
 
+/** A pod spec's cgroup name and limits, for the QoS class they were computed under. */
+interface SpecEntry {
+  uid: string;
+  /** The QoS class of the spec alone (computePodQOS). */
+  specQos: string;
+  /** The QoS class name, res and key were computed under. */
+  qos: string;
+  name: string;
+  res?: ReturnType<typeof podCgroupResources>;
+  key?: string;
+  /** The directory whose presence stands for the cgroup (null: none). */
+  probe?: string | null;
+}
+
 /** A pod cgroup name split into its QoS parent and its own `pod<uid>` component. */
 interface PodCgroupPlace {
   parent: string;
@@ -47,6 +61,12 @@ export class PodContainerManager {
    */
   private readonly ensured = new Map<string, string>();
 
+  /**
+   * Per pod spec: its cgroup name and limits as last computed (a pod's QoS and limits come from
+   * its spec, or the QoS recorded in its status): a resync recomputes neither.
+   */
+  private readonly bySpec = new WeakMap<Pod['spec'], SpecEntry>();
+
   constructor(private readonly opts: PodContainerManagerOptions) {
     const root = opts.cgroupRoot.replace(/\/+$/, '');
     this.base = `${root}/kubepods`;
@@ -58,6 +78,29 @@ export class PodContainerManager {
    * plain path component: a name built from it never leaves its QoS cgroup.
    */
   podCgroupName(pod: Pod): string {
+    return this.specEntry(pod).name;
+  }
+
+  private specEntry(pod: Pod): SpecEntry {
+    const uid = pod.metadata.uid ?? '';
+    let e = this.bySpec.get(pod.spec);
+    if (!e || e.uid !== uid) {
+      e = { uid, specQos: computePodQOS(pod), qos: '', name: '' };
+      this.bySpec.set(pod.spec, e);
+    }
+    // the QoS a pod's status records wins (getPodQOS); the stats see pods with it, the syncs without
+    const qos = pod.status?.qosClass ?? e.specQos;
+    if (e.qos !== qos) {
+      e.qos = qos;
+      e.name = this.computePodCgroupName(pod);
+      e.res = undefined;
+      e.key = undefined;
+      e.probe = undefined;
+    }
+    return e;
+  }
+
+  private computePodCgroupName(pod: Pod): string {
     const uid = pod.metadata.uid ?? '';
     const qos = QOS_DIR[getPodQOS(pod)];
     const parent = qos ? `${this.base}/${qos}` : this.base;
@@ -68,12 +111,14 @@ export class PodContainerManager {
 
   /** Creates the pod cgroup in every hierarchy and applies its limits. Returns its name. */
   async ensureExists(pod: Pod): Promise<string> {
-    const name = this.podCgroupName(pod);
+    const e = this.specEntry(pod);
+    const name = e.name;
     const place = this.place(name);
-    const res = podCgroupResources(pod);
+    const res = (e.res ??= podCgroupResources(pod));
     const v2 = cgroupMode(this.opts.mounts) === 'v2';
-    const key = JSON.stringify(res);
-    const probe = this.probeDir(place, v2);
+    const key = (e.key ??= JSON.stringify(res));
+    if (e.probe === undefined) e.probe = this.probeDir(place, v2) ?? null;
+    const probe = e.probe ?? undefined;
     if (this.ensured.get(name) === key && probe !== undefined) {
       try {
         await access(probe);

@@ -74,7 +74,8 @@ export interface KubeletDependencies {
   oomWatcher?(onEvent: (e: OomEvent) => void): KubeletOomWatcher;
   podSources(o: { onUpdate: (u: PodUpdate) => void; onError: (e: ManifestError) => void; onApiPodError?: (e: ApiPodError) => void }): PodSources;
   /** Rotates container logs (containerLogMaxSize/MaxFiles). Undefined: no rotation. */
-  containerLogManager?(): { start(): void; stop(): void };
+  /** runningContainers: the PLEG's view of the running containers (undefined when not fresh). */
+  containerLogManager?(runningContainers?: () => string[] | undefined): { start(): void; stop(): void };
   /** Runs probes (network kinds in the workers/ pool, exec through CRI ExecSync). Undefined: no prober. */
   probeRunner?(): ProbeRunner;
   /** The API server client (--kubeconfig). Undefined: standalone, no API server. */
@@ -155,8 +156,9 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       };
     },
     probeRunner: () => createProbeRunner({ cri }),
-    containerLogManager: () => new ContainerLogManager({
+    containerLogManager: (runningContainers) => new ContainerLogManager({
       runtime: cri,
+      ...(runningContainers ? { runningContainers } : {}),
       clock,
       log,
       maxSizeBytes: parseQuantity(config.containerLogMaxSize).value(),

@@ -8,6 +8,7 @@ import type { Pod } from '../api/types.js';
 import type { PodLifecycleEventGenerator } from '../pleg/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import type { StatusManager } from '../status/status-manager.js';
+import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { cleanupPodLogDirs } from '../logs/rotation.js';
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
@@ -16,11 +17,16 @@ import type { PodWorkers } from './pod-workers.js';
 
 /** upstream: housekeepingPeriod. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
+/**
+ * How often pod log directories are scanned for removal: upstream does it in the container GC
+ * (evictPodLogsDirectories), every ContainerGCPeriod (1 minute), not every housekeeping pass.
+ */
+export const POD_LOG_DIRS_CLEANUP_PERIOD_MS = 60_000;
 
 export interface HousekeepingOptions {
   log: Logger;
   podManager: PodManager;
-  podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'knownPods' | 'forgetFinished'>;
+  podWorkers: Pick<PodWorkers, 'updatePod' | 'has' | 'isKnown' | 'forgetFinished'>;
   pleg: Pick<PodLifecycleEventGenerator, 'knownPods' | 'lastSeen'>;
   cgroups: Pick<PodCgroups, 'listPodCgroups' | 'remove'>;
   statusManager: Pick<StatusManager, 'removeOrphanedStatuses'>;
@@ -34,28 +40,37 @@ export interface HousekeepingOptions {
   ready(): boolean;
   /** Where pods' log directories are: those of pods gone everywhere are removed. */
   podLogsDir?: string;
+  /** Paces the pod log directory scan (once per POD_LOG_DIRS_CLEANUP_PERIOD_MS); without it every pass scans. */
+  clock?: Pick<Clock, 'now'>;
   /** Removes the directories (and mounts) of pods nobody has; undefined: no volume manager. */
-  volumes?: { cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> };
+  volumes?: { cleanupOrphanedPodDirs(keep: Pick<ReadonlySet<string>, 'has'>): Promise<string[]> };
 }
 
 /** Pod log directories being scanned. */
 const logDirScans = new Set<string>();
+/** When each pod log directory's last scan started (clock ms). */
+const logDirScanAt = new Map<string, number>();
 
 export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> {
   if (!o.ready()) return;
-  const desired = o.podManager.uids();
+  // Every pass walks all pods (1000 pods: every 2 s): forEach and lookups, no copies of the
+  // UID sets and no [key, value] pair per entry.
+  const desired = o.podManager.uidSet();
   // Pods the runtime runs that no source wants (deleted while we were down, or orphans).
-  for (const [uid, rp] of o.pleg.knownPods()) {
-    if (desired.has(uid) || o.podWorkers.has(uid)) continue;
+  o.pleg.knownPods().forEach((rp, uid) => {
+    if (desired.has(uid) || o.podWorkers.has(uid)) return;
     o.log.info('Cleaning up orphaned pod', { pod: `${rp.namespace}/${rp.name}`, podUID: uid });
     const pod: Pod = { metadata: { uid, name: rp.name, namespace: rp.namespace }, spec: { containers: [] } };
     o.podWorkers.updatePod({ updateType: 'kill', pod, removed: true });
-  }
+  });
   // Pod cgroups nobody owns.
   try {
     const known = o.pleg.knownPods();
-    for (const [uid, name] of await o.cgroups.listPodCgroups()) {
-      if (desired.has(uid) || o.podWorkers.has(uid) || known.has(uid)) continue;
+    const orphans: string[] = [];
+    (await o.cgroups.listPodCgroups()).forEach((name, uid) => {
+      if (!desired.has(uid) && !o.podWorkers.has(uid) && !known.has(uid)) orphans.push(name);
+    });
+    for (const name of orphans) {
       o.log.info('Removing orphaned pod cgroup', { cgroup: name });
       await o.cgroups.remove(name).catch((err) => o.log.warn('Failed to remove orphaned pod cgroup', { cgroup: name, err: (err as Error).message }));
     }
@@ -63,17 +78,26 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
     o.log.warn('Housekeeping: listing pod cgroups failed', { err: (err as Error).message });
   }
   o.podWorkers.forgetFinished();
-  const live = new Set([...desired, ...o.podWorkers.knownPods()]);
+  // desired, or held by a worker that has not finished
+  const live = { has: (uid: string): boolean => desired.has(uid) || o.podWorkers.isKnown(uid) };
   o.statusManager.removeOrphanedStatuses(live);
-  for (const cache of o.caches) for (const uid of cache.keys()) if (!live.has(uid)) cache.delete(uid);
+  for (const cache of o.caches) {
+    cache.forEach((_, uid) => {
+      if (!live.has(uid)) cache.delete(uid);
+    });
+  }
   o.runtime.gcBackoff();
   if (o.podLogsDir) {
     // upstream evictPodLogsDirectories: a pod no source wants, no worker holds and the runtime no longer has
     // (off the housekeeping pass: a large directory must not hold the next tick back; one scan at a time)
     const dir = o.podLogsDir;
-    if (!logDirScans.has(dir)) {
+    const now = o.clock?.now();
+    const last = logDirScanAt.get(dir);
+    const due = now === undefined || last === undefined || now - last >= POD_LOG_DIRS_CLEANUP_PERIOD_MS || now < last;
+    if (due && !logDirScans.has(dir)) {
       const known = o.pleg.knownPods();
       logDirScans.add(dir);
+      if (now !== undefined) logDirScanAt.set(dir, now);
       void cleanupPodLogDirs(dir, (uid) => !live.has(uid) && !known.has(uid), o.log)
         .catch((err) => o.log.warn('Housekeeping: cleaning pod log directories failed', { path: dir, err: (err as Error).message }))
         .finally(() => logDirScans.delete(dir));
@@ -83,7 +107,8 @@ export async function handleHousekeeping(o: HousekeepingOptions): Promise<void> 
   // Pod directories left by pods deleted while kubelet-ts was down (after a restart nothing
   // else knows them): only once every source was listed, so no wanted pod loses its volumes.
   if (o.volumes) {
-    const keep = new Set([...live, ...o.pleg.knownPods().keys()]);
+    const known = o.pleg.knownPods();
+    const keep = { has: (uid: string): boolean => live.has(uid) || known.has(uid) };
     await o.volumes.cleanupOrphanedPodDirs(keep).catch((err) => o.log.warn('Housekeeping: cleaning up orphaned pod directories failed', { err: (err as Error).message }));
   }
 }
@@ -98,10 +123,10 @@ export function unwatchGoneContainers(oom: Pick<KubeletOomWatcher, 'watched' | '
   if (listedAt === 0) return;
   const watched = oom.watched().filter((w) => w.since < listedAt);
   if (watched.length === 0) return;
-  const known = new Set<string>();
-  for (const rp of pleg.knownPods().values()) for (const c of rp.containers) known.add(c.id);
+  const known = pleg.knownPods();
   for (const w of watched) {
-    if (known.has(w.containerID)) continue;
+    // the PLEG groups containers by pod: look the id up in its pod's few, not in a set of all
+    if (known.get(w.podUID)?.containers.some((c) => c.id === w.containerID)) continue;
     log.v(4).info('Container gone from the runtime; unwatching it for OOM', { containerID: w.containerID, podUID: w.podUID });
     oom.unwatch(w.containerID);
   }

@@ -10,6 +10,7 @@ import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import { PodCache } from '../pleg/cache.js';
+import { GENERIC_RELIST_THRESHOLD_MS } from '../pleg/generic.js';
 import { parseQuantity } from '../api/quantity.js';
 import type { Node } from '../nodestatus/types.js';
 import type { ApiPodError, ManifestError } from '../sources/errors.js';
@@ -367,7 +368,7 @@ export class Kubelet {
     this.nodeAgent?.start();
     this.every('runtime-check', RUNTIME_CHECK_PERIOD_MS, () => this.updateRuntimeUp());
     this.plegs.pleg.start();
-    this.logManager = this.deps.containerLogManager?.();
+    this.logManager = this.deps.containerLogManager?.(() => this.runningContainerIds());
     this.logManager?.start();
 
     this.podConfig = this.deps.podSources({
@@ -463,6 +464,7 @@ export class Kubelet {
       volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
       podLogsDir: this.config.podLogsDir,
+      clock: this.clock,
     });
   }
 
@@ -553,6 +555,19 @@ export class Kubelet {
   }
 
   // ---- what the servers read ----
+
+  /**
+   * The running containers as the PLEG's last successful relist saw them; undefined when that
+   * relist is older than the relist threshold (the log manager then lists the runtime itself).
+   */
+  private runningContainerIds(): string[] | undefined {
+    const pleg = this.plegs?.pleg;
+    const seen = pleg?.lastSeen() ?? 0;
+    if (!pleg || seen === 0 || this.clock.now() - seen > GENERIC_RELIST_THRESHOLD_MS) return undefined;
+    const ids: string[] = [];
+    for (const p of pleg.knownPods().values()) for (const c of p.containers) if (c.state === 'CONTAINER_RUNNING') ids.push(c.id);
+    return ids;
+  }
 
   /** The desired pods with their latest status (the read-only /pods endpoint). */
   getPods(): Pod[] {

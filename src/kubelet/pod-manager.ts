@@ -34,4 +34,10 @@ export class PodManager {
   uids(): Set<string> {
     return new Set(this.byUID.keys());
   }
+
+  /** The desired pods' UIDs without a copy (housekeeping reads it every 2 s): has() and keys() only. */
+  uidSet(): Pick<ReadonlySet<string>, 'has' | 'keys' | 'size'> & Iterable<string> {
+    const m = this.byUID;
+    return { has: (uid) => m.has(uid), keys: () => m.keys(), get size() { return m.size; }, [Symbol.iterator]: () => m.keys() };
+  }
 }

@@ -108,7 +108,9 @@ export class PodWorkers {
 
   /** UIDs with a live worker (not finished). */
   knownPods(): string[] {
-    return [...this.workers].filter(([, w]) => !w.finished).map(([uid]) => uid);
+    const out: string[] = [];
+    for (const [uid, w] of this.workers) if (!w.finished) out.push(uid);
+    return out;
   }
 
   isTerminationRequested(uid: string): boolean {
@@ -125,9 +127,17 @@ export class PodWorkers {
     return this.workers.has(uid);
   }
 
+  /** A worker holds the pod and has not finished (what knownPods() lists). */
+  isKnown(uid: string): boolean {
+    const w = this.workers.get(uid);
+    return w !== undefined && !w.finished;
+  }
+
   /** Forgets finished workers whose pods are no longer desired. */
   forgetFinished(): void {
-    for (const [uid, w] of this.workers) if (w.finished && !w.working) this.forget(uid, w);
+    this.workers.forEach((w, uid) => {
+      if (w.finished && !w.working) this.forget(uid, w);
+    });
   }
 
   /** Resolves when no worker has work in flight or pending (for orderly shutdown and tests). */

@@ -15,10 +15,12 @@ export class WorkQueue {
   getWork(): string[] {
     const now = this.clock.now();
     const ready: string[] = [];
-    for (const [uid, at] of this.due) {
-      if (at <= now) {
+    // keys and get: iterating entries makes a [uid, at] pair per pod on every tick
+    const due = this.due;
+    for (const uid of due.keys()) {
+      if (due.get(uid)! <= now) {
         ready.push(uid);
-        this.due.delete(uid);
+        due.delete(uid);
       }
     }
     return ready;

@@ -36,6 +36,12 @@ export interface ContainerLogManagerOptions extends LogRotationPolicy {
   monitorIntervalMs: number;
   /** containerLogMaxWorkers. */
   maxWorkers: number;
+  /**
+   * The running containers' ids as the kubelet's last relist saw them (at most a relist period
+   * old), or undefined when it has none fresh: then the pass asks the runtime (ListContainers).
+   * A pass over 1000 containers then decodes no list response every monitor interval.
+   */
+  runningContainers?: () => string[] | undefined;
 }
 
 /** `<log>.<stamp>` siblings of a live log, plain, compressed or temporary, sorted by name. */
@@ -109,8 +115,7 @@ export class ContainerLogManager {
 
   /** One pass over the running containers, at most maxWorkers at a time. */
   async rotateLogs(): Promise<void> {
-    const containers = await this.opts.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } });
-    const ids = containers.map((c) => c.id);
+    const ids = this.opts.runningContainers?.() ?? (await this.opts.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } })).map((c) => c.id);
     const listed = new Set(ids);
     for (const id of this.#logPaths.keys()) if (!listed.has(id)) this.#logPaths.delete(id);
     let next = 0;

@@ -161,6 +161,9 @@ export class RecordStore {
   /** Ids removed, with when the removal was observed: a late event for them is stale. */
   private readonly tombstones = new Map<string, number>();
 
+  /** Bumped whenever a record is created or forgotten: a list decode remembered at one value still names live records. */
+  membership = 0;
+
   get size(): number {
     return this.all.length;
   }
@@ -249,6 +252,7 @@ export class RecordStore {
     this.byHash.set(hash, rec);
     this.byId.set(id, rec);
     this.all.push(rec);
+    this.membership++;
     return rec;
   }
 
@@ -340,6 +344,7 @@ export class RecordStore {
   }
 
   private unindex(rec: RuntimeRecord): void {
+    this.membership++;
     this.byId.delete(rec.id);
     if (rec.idOff >= 0) this.arenaLive -= rec.id.length;
     let prev: RuntimeRecord | undefined;

@@ -13,7 +13,7 @@ import type { ContainerRuntimeStatus, SandboxRuntimeStatus } from '../runtime/ty
 import type { RecordState, RecordStore } from './records.js';
 import type { ContainerStatusSource } from './status.js';
 import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandboxStatusWithContainers, encodeIdRequest } from './wire-status.js';
-import { decodeContainerList, decodeSandboxList, emptyListStats, type ListDecodeStats } from './wire.js';
+import { decodeContainerList, decodeSandboxList, emptyListStats, newListMemo, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
 import { Http2Unary, type UnaryTransport } from './unary.js';
 import { H2cUnary } from './h2c.js';
@@ -95,6 +95,8 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   readonly #timeoutMs: number;
   readonly #runtimeName: string;
   readonly #unary?: UnaryTransport;
+  /** The last decode of each list: an answer byte for byte the same is not decoded again. */
+  readonly listMemos = { sandboxes: newListMemo(), containers: newListMemo() };
 
   constructor(opts: LeanCriListerOptions) {
     this.#timeoutMs = opts.timeoutMs;
@@ -180,8 +182,8 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   async list(store: RecordStore, gen: number): Promise<ListDecodeStats> {
     const stats = emptyListStats();
     await Promise.all([
-      this.#call(LIST_SANDBOXES, 'ListPodSandbox', (buf) => decodeSandboxList(buf, store, gen, stats)),
-      this.#call(LIST_CONTAINERS, 'ListContainers', (buf) => decodeContainerList(buf, store, gen, stats)),
+      this.#call(LIST_SANDBOXES, 'ListPodSandbox', (buf) => decodeSandboxList(buf, store, gen, stats, this.listMemos.sandboxes)),
+      this.#call(LIST_CONTAINERS, 'ListContainers', (buf) => decodeContainerList(buf, store, gen, stats, this.listMemos.containers)),
     ]);
     return stats;
   }

@@ -12,6 +12,7 @@ import {
   SANDBOX_STATE_NAMES,
   hashBytes,
   type RecordStore,
+  type RuntimeRecord,
 } from './records.js';
 import { KubeletError } from '../util/errors.js';
 
@@ -241,6 +242,30 @@ export function emptyListStats(): ListDecodeStats {
   return { items: 0, created: 0, foreign: 0, invalid: [], bytes: 0, decodeMs: 0 };
 }
 
+/**
+ * What the last decode of one list did, to redo it without decoding when the runtime answers
+ * the same bytes again (the usual relist at rest: nothing changed). Valid while the store's
+ * membership is what it was after that decode (no record created or forgotten since).
+ */
+export interface ListMemo {
+  buf?: Buffer;
+  /** The store the records are in, and its membership count then. */
+  store?: RecordStore;
+  membership: number;
+  /** The records the items named, and the state each was listed in. */
+  recs: RuntimeRecord[];
+  states: RecordState[];
+  items: number;
+  foreign: number;
+  invalid: string[];
+  /** Decodes skipped because the bytes were the same (tests, benchmarks). */
+  reused: number;
+}
+
+export function newListMemo(): ListMemo {
+  return { membership: -1, recs: [], states: [], items: 0, foreign: 0, invalid: [], reused: 0 };
+}
+
 /** How one list response names its items: the state field and the record to create for a new id. */
 interface ListShape {
   stateField: number;
@@ -260,10 +285,31 @@ interface ListShape {
  * state are read for a known id. A malformed response throws WireFormatError (items before
  * the bad one are marked already; the relist that failed is not used).
  */
-function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, shape: ListShape): void {
+function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, shape: ListShape, memo?: ListMemo): void {
   const t0 = performance.now();
-  const r = new Reader(buf);
   stats.bytes += buf.length;
+  if (memo?.buf && memo.store === store && memo.membership === store.membership && memo.buf.length === buf.length && memo.buf.equals(buf)) {
+    // the same answer as last time, and every record it named is still in the store
+    const { recs, states } = memo;
+    for (let i = 0; i < recs.length; i++) {
+      const rec = recs[i]!;
+      rec.listGen = gen;
+      rec.listState = states[i]!;
+    }
+    stats.items += memo.items;
+    stats.foreign += memo.foreign;
+    for (const why of memo.invalid) stats.invalid.push(why);
+    memo.reused++;
+    stats.decodeMs += performance.now() - t0;
+    return;
+  }
+  const items0 = stats.items;
+  const foreign0 = stats.foreign;
+  const invalid0 = stats.invalid.length;
+  const recs: RuntimeRecord[] | undefined = memo ? [] : undefined;
+  const states: RecordState[] | undefined = memo ? [] : undefined;
+  if (memo) memo.buf = undefined;
+  const r = new Reader(buf);
   let index = 0;
   // the response's field being read, and the item's field in the loop below (-1 outside it;
   // create() names its own)
@@ -352,14 +398,31 @@ function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDec
         if (rec) {
           rec.listGen = gen;
           rec.listState = listed;
+          recs?.push(rec);
+          states?.push(listed);
         } else {
           r.pos = start;
-          shape.create(r, end, store, gen, listed, hash, idStart, idEnd, stats);
+          const made = shape.create(r, end, store, gen, listed, hash, idStart, idEnd, stats);
+          if (made) {
+            recs?.push(made);
+            states?.push(listed);
+          }
         }
       }
       r.leave(outer);
       r.pos = end;
       index++;
+    }
+    if (memo) {
+      // a copy: the transport owns the bytes it handed over
+      memo.buf = Buffer.from(buf);
+      memo.store = store;
+      memo.membership = store.membership;
+      memo.recs = recs!;
+      memo.states = states!;
+      memo.items = stats.items - items0;
+      memo.foreign = stats.foreign - foreign0;
+      memo.invalid = stats.invalid.slice(invalid0);
     }
   } catch (err) {
     if (!(err instanceof WireFormatError)) throw err;
@@ -372,8 +435,8 @@ function decodeList(buf: Buffer, store: RecordStore, gen: number, stats: ListDec
 }
 
 /** ListContainersResponse into the store (Container.state is field 6). */
-export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
-  decodeList(buf, store, gen, stats, CONTAINER_LIST);
+export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, memo?: ListMemo): void {
+  decodeList(buf, store, gen, stats, CONTAINER_LIST, memo);
 }
 
 /** A map<string,string> entry's key and value bounds, the cursor at the entry's start, up to `end`. */
@@ -424,7 +487,7 @@ function newContainer(
   idStart: number,
   idEnd: number,
   stats: ListDecodeStats,
-): void {
+): RuntimeRecord | undefined {
   const buf = r.buf;
   let createdAt = 0;
   let metaName = '';
@@ -474,7 +537,7 @@ function newContainer(
   if (!uid) {
     // not created by a kubelet: no pod to attribute it to
     stats.foreign++;
-    return;
+    return undefined;
   }
   const bad = labeledPodIdentityError(uid, podName, podNamespace, containerName || metaName);
   if (bad !== undefined) {
@@ -486,11 +549,12 @@ function newContainer(
   rec.listGen = gen;
   rec.listState = state;
   stats.created++;
+  return rec;
 }
 
 /** ListPodSandboxResponse into the store (PodSandbox.state is field 3). */
-export function decodeSandboxList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats): void {
-  decodeList(buf, store, gen, stats, SANDBOX_LIST);
+export function decodeSandboxList(buf: Buffer, store: RecordStore, gen: number, stats: ListDecodeStats, memo?: ListMemo): void {
+  decodeList(buf, store, gen, stats, SANDBOX_LIST, memo);
 }
 
 export interface SandboxMeta {
@@ -549,7 +613,7 @@ function newSandbox(
   idStart: number,
   idEnd: number,
   stats: ListDecodeStats,
-): void {
+): RuntimeRecord | undefined {
   const buf = r.buf;
   let meta: SandboxMeta | undefined;
   let createdAt = 0;
@@ -584,7 +648,7 @@ function newSandbox(
   const uid = meta?.uid || labelUid;
   if (!uid) {
     stats.foreign++;
-    return;
+    return undefined;
   }
   const bad = labeledPodIdentityError(uid, meta?.name || labelName, meta?.namespace || labelNamespace);
   if (bad !== undefined) {
@@ -606,6 +670,7 @@ function newSandbox(
   rec.listGen = gen;
   rec.listState = state;
   stats.created++;
+  return rec;
 }
 
 const CONTAINER_LIST: ListShape = {

@@ -173,6 +173,8 @@ export class RuntimeManager implements KubeletRuntime {
     let sandboxID = actions.sandboxID;
     let podIPs = status.ips;
     const cgroupParent = await this.opts.ensurePodCgroup(pod);
+    // the sandbox config serves a sandbox or a container to start: a resync with nothing to start builds none
+    if (!actions.createSandbox && actions.initContainersToStart.length === 0 && actions.containersToStart.length === 0) return result;
     const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, { cgroupParent, podLogsDir: this.opts.podLogsDir, dns: extras.dns, clusterDomain: extras.clusterDomain });
     if (actions.createSandbox) {
       try {

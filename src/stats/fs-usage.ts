@@ -156,13 +156,43 @@ export function podVolumesDir(rootDir: string, uid: string): string {
   return join(rootDir, 'pods', uid, 'volumes');
 }
 
-function logsDirOf(pod: Pod, name: string, podLogsDir: string | undefined): string | undefined {
+/**
+ * A pod's accounting paths, built once per pod spec (every snapshot asks for all of them: 1000
+ * pods, every 10 s); valid while the pod's identity and the directories are the same.
+ */
+interface PodPaths {
+  uid: string;
+  namespace: string | undefined;
+  name: string | undefined;
+  rootDir: string;
+  podLogsDir: string | undefined;
+  volumes: string;
+  logs: Map<string, string | undefined>;
+}
+const podPaths = new WeakMap<Pod['spec'], PodPaths>();
+
+function pathsOf(pod: Pod, rootDir: string, podLogsDir: string | undefined): PodPaths {
+  const m = pod.metadata;
+  let p = podPaths.get(pod.spec);
+  if (!p || p.uid !== m.uid || p.namespace !== m.namespace || p.name !== m.name || p.rootDir !== rootDir || p.podLogsDir !== podLogsDir) {
+    p = { uid: m.uid ?? '', namespace: m.namespace, name: m.name, rootDir, podLogsDir, volumes: podVolumesDir(rootDir, m.uid ?? ''), logs: new Map() };
+    podPaths.set(pod.spec, p);
+  }
+  return p;
+}
+
+function logsDirOf(pod: Pod, name: string, podLogsDir: string | undefined, rootDir: string): string | undefined {
+  const paths = pathsOf(pod, rootDir, podLogsDir);
+  if (paths.logs.has(name)) return paths.logs.get(name);
+  let dir: string | undefined;
   try {
-    return containerLogsDirectory(pod, { name } as Parameters<typeof containerLogsDirectory>[1], podLogsDir);
+    dir = containerLogsDirectory(pod, { name } as Parameters<typeof containerLogsDirectory>[1], podLogsDir);
   } catch {
     // a name that cannot form a path under the logs dir has no logs there
-    return undefined;
+    dir = undefined;
   }
+  paths.logs.set(name, dir);
+  return dir;
 }
 
 /** What the walks need for these pods: each pod's volumes, each container's log directory. */
@@ -171,9 +201,13 @@ export function usageRequests(pods: Pod[], rootDir: string, podLogsDir: string |
   for (const pod of pods) {
     const uid = pod.metadata.uid;
     if (!uid || /[/\\]|^\.\.?$/.test(uid)) continue;
-    out.push({ path: podVolumesDir(rootDir, uid), split: 2 });
-    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
-      const dir = logsDirOf(pod, c.name, podLogsDir);
+    out.push({ path: pathsOf(pod, rootDir, podLogsDir).volumes, split: 2 });
+    for (const c of pod.spec.initContainers ?? []) {
+      const dir = logsDirOf(pod, c.name, podLogsDir, rootDir);
+      if (dir) out.push({ path: dir });
+    }
+    for (const c of pod.spec.containers) {
+      const dir = logsDirOf(pod, c.name, podLogsDir, rootDir);
       if (dir) out.push({ path: dir });
     }
   }
@@ -231,23 +265,24 @@ function addPod(ps: PodStats, pod: Pod, inp: FsAccountingInputs): void {
     inodes += s.inodesUsed ?? 0n;
     if (s.time && (!last || s.time > last)) last = s.time;
   };
-  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const byName = (name: string): string | undefined =>
+    (pod.status?.initContainerStatuses?.find((s) => s.name === name) ?? pod.status?.containerStatuses?.find((s) => s.name === name))?.containerID;
   for (const cs of ps.containers) {
-    const id = containerIdOf(statuses.find((s) => s.name === cs.name)?.containerID);
+    const id = !cs.rootfs && inp.writableLayers ? containerIdOf(byName(cs.name)) : undefined;
     const w = id ? inp.writableLayers?.get(id)?.writable_layer : undefined;
     if (!cs.rootfs && w?.used_bytes) {
       const t = w.timestamp ? new Date(Number(BigInt(w.timestamp) / 1_000_000n)) : new Date();
       cs.rootfs = withFs(inp.imageFs, t, BigInt(w.used_bytes.value), w.inodes_used ? BigInt(w.inodes_used.value) : undefined);
     }
     add(cs.rootfs);
-    const dir = logsDirOf(pod, cs.name, inp.podLogsDir);
+    const dir = logsDirOf(pod, cs.name, inp.podLogsDir, inp.rootDir);
     const logs = dir ? inp.cache.get(dir) : undefined;
     if (logs?.answer.usage) {
       cs.logs = withFs(inp.nodeFs, logs.time, BigInt(logs.answer.usage.bytes), BigInt(logs.answer.usage.inodes));
       add(cs.logs);
     }
   }
-  const vols = inp.cache.get(podVolumesDir(inp.rootDir, ps.podRef.uid));
+  const vols = inp.cache.get(ps.podRef.uid === pod.metadata.uid ? pathsOf(pod, inp.rootDir, inp.podLogsDir).volumes : podVolumesDir(inp.rootDir, ps.podRef.uid));
   if (vols?.answer.children) {
     const list: VolumeStats[] = [];
     for (const [key, u] of Object.entries(vols.answer.children).sort(([a], [b]) => a.localeCompare(b))) {

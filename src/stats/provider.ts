@@ -116,6 +116,18 @@ export function statsCgroupRef(mounts: CgroupMounts, cgroupPath: string, scope: 
   return out;
 }
 
+/** One pod's rows of the plan, as #podRows computed them. */
+interface PodRows {
+  spec: Pod['spec'];
+  status: Pod['status'];
+  name: string | undefined;
+  namespace: string | undefined;
+  podPath: string;
+  podKey: string;
+  startTime: Time;
+  containers: { name: string; id: string; startTime: Time; path: string; key: string }[];
+}
+
 export class StatsProvider {
   readonly #host: StatsHost;
   readonly #log: Logger;
@@ -130,6 +142,7 @@ export class StatsProvider {
   readonly #cgroupRates = new CpuRateTracker();
   readonly #criRates = new CpuRateTracker();
   #refCache = new Map<string, CgroupRef>();
+  #podRowsCache = new Map<string, PodRows>();
   #podsStart?: { path: string; time: Time };
   #current?: StatsSnapshot;
   #inflight?: Promise<StatsSnapshot>;
@@ -314,12 +327,42 @@ export class StatsProvider {
     return (await this.snapshot()).summary;
   }
 
-  #ref(cgroupPath: string, scope: StatsCgroupScope, next: Map<string, CgroupRef>): CgroupRef {
-    const key = `${scope}:${cgroupPath}`;
+  #ref(cgroupPath: string, scope: StatsCgroupScope, next: Map<string, CgroupRef>, refKey?: string): CgroupRef {
+    const key = refKey ?? `${scope}:${cgroupPath}`;
     let ref = this.#refCache.get(key) ?? next.get(key);
     if (!ref) ref = statsCgroupRef(this.#mounts!, cgroupPath, scope);
     next.set(key, ref);
     return ref;
+  }
+
+  /**
+   * A pod's cgroup rows as its spec and status give them, reused while both are the same objects
+   * (the status manager keeps an unchanged status): a snapshot of 1000 unchanged pods builds no
+   * paths, keys or times.
+   */
+  #podRows(pod: Pod, uid: string): PodRows {
+    const prev = this.#podRowsCache.get(uid);
+    if (prev && prev.spec === pod.spec && prev.status === pod.status && prev.name === pod.metadata.name && prev.namespace === pod.metadata.namespace) return prev;
+    const podPath = this.#host.podCgroupName(pod);
+    const containers: PodRows['containers'] = [];
+    for (const list of [pod.status?.initContainerStatuses, pod.status?.containerStatuses]) {
+      for (const cs of list ?? []) {
+        const id = containerIdOf(cs.containerID);
+        if (!id || !cs.state.running) continue;
+        const path = `${podPath}/${id}`;
+        containers.push({ name: cs.name, id, startTime: parseTime(cs.state.running.startedAt), path, key: `container:${path}` });
+      }
+    }
+    return {
+      spec: pod.spec,
+      status: pod.status,
+      name: pod.metadata.name,
+      namespace: pod.metadata.namespace,
+      podPath,
+      podKey: `pod:${podPath}`,
+      startTime: parseTime(pod.status?.startTime),
+      containers,
+    };
   }
 
   /** The cgroup plan of the pods the kubelet knows: pod cgroup + running containers. */
@@ -328,8 +371,8 @@ export class StatsProvider {
     const refs: CgroupRef[] = [];
     const paths: string[] = [];
     const next = new Map<string, CgroupRef>();
-    const row = (p: string, scope: StatsCgroupScope): number => {
-      refs.push(this.#ref(p, scope, next));
+    const row = (p: string, scope: StatsCgroupScope, key?: string): number => {
+      refs.push(this.#ref(p, scope, next, key));
       paths.push(p);
       return refs.length - 1;
     };
@@ -343,25 +386,22 @@ export class StatsProvider {
       pods: [],
     };
     if (withPods) {
+      const nextPods = new Map<string, PodRows>();
       for (const pod of host.getPods()) {
         const uid = pod.metadata.uid;
         if (!uid) continue;
-        const podPath = host.podCgroupName(pod);
+        const r = this.#podRows(pod, uid);
+        nextPods.set(uid, r);
         const containers: ContainerPlan[] = [];
-        const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
-        const podPlan: PodPlan = {
+        plan.pods.push({
           podRef: { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? 'default', uid },
-          startTime: parseTime(pod.status?.startTime),
-          row: row(podPath, 'pod'),
+          startTime: r.startTime,
+          row: row(r.podPath, 'pod', r.podKey),
           containers,
-        };
-        for (const cs of statuses) {
-          const id = containerIdOf(cs.containerID);
-          if (!id || !cs.state.running) continue;
-          containers.push({ name: cs.name, id, startTime: parseTime(cs.state.running.startedAt), row: row(`${podPath}/${id}`, 'container') });
-        }
-        plan.pods.push(podPlan);
+        });
+        for (const c of r.containers) containers.push({ name: c.name, id: c.id, startTime: c.startTime, row: row(c.path, 'container', c.key) });
       }
+      this.#podRowsCache = nextPods;
     }
     // Containers gone from the plan: their kept-open cgroup descriptors go with them.
     if (this.#reader?.forget) {

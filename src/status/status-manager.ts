@@ -70,6 +70,34 @@ interface Entry {
 
 const isTerminal = (phase: string | undefined): boolean => phase === 'Succeeded' || phase === 'Failed';
 
+/**
+ * Deep equality of JSON-shaped values (plain objects, arrays, primitives) as isDeepStrictEqual
+ * judges them there (a key holding undefined differs from a missing key), without its per-call
+ * key arrays and sets: every pod sync compares its new status with the last.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const pa = Object.getPrototypeOf(a);
+  if (pa !== Object.getPrototypeOf(b) || (pa !== Object.prototype && pa !== null)) return isDeepStrictEqual(a, b);
+  const oa = a as Record<string, unknown>;
+  const ob = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in oa) {
+    if (!Object.prototype.hasOwnProperty.call(oa, k)) continue;
+    if (!Object.prototype.hasOwnProperty.call(ob, k) || !jsonEqual(oa[k], ob[k])) return false;
+    n++;
+  }
+  for (const k in ob) if (Object.prototype.hasOwnProperty.call(ob, k)) n--;
+  return n === 0;
+}
+
 export class StatusManager {
   private statuses = new Map<string, Entry>();
   private readonly o: StatusManagerOptions;
@@ -110,7 +138,7 @@ export class StatusManager {
       if (wasStatus?.reason) next.reason = wasStatus.reason;
       if (wasStatus?.message) next.message = wasStatus.message;
     }
-    if (prev && isDeepStrictEqual(prev.status, next)) return;
+    if (prev && jsonEqual(prev.status, next)) return;
     const e: Entry = prev ?? {
       uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '', status: next, version: 0, syncedVersion: 0,
       finalDelete: false, forget: false, inFlight: false, retryAt: 0, retryDelayMs: 0, syncedAt: 0,
@@ -141,8 +169,9 @@ export class StatusManager {
   }
 
   /** Drops statuses of pods that are no longer known. */
-  removeOrphanedStatuses(known: Set<string>): void {
-    for (const uid of [...this.statuses.keys()]) if (!known.has(uid)) this.deletePodStatus(uid);
+  removeOrphanedStatuses(known: Pick<ReadonlySet<string>, 'has'>): void {
+    // deleting while iterating a Map is safe: no copy of 1000 keys every housekeeping pass
+    for (const uid of this.statuses.keys()) if (!known.has(uid)) this.deletePodStatus(uid);
   }
 
   /**

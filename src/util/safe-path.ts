@@ -28,12 +28,22 @@ export function assertPathComponent(root: string, c: string): void {
  */
 export function confinedJoin(root: string, ...components: string[]): string {
   if (!root || !isAbsolute(root)) throw new PathEscapeError(String(root), '', 'root is not an absolute path');
-  const base = posix.resolve(root);
+  // a root already in normal form (the usual case: every per-pod path, every sync) skips resolve()
+  const base = isNormalAbsolute(root) ? root : posix.resolve(root);
   for (const c of components) assertPathComponent(base, c);
-  const out = posix.resolve(base, ...components);
-  const prefix = base.endsWith('/') ? base : `${base}/`;
-  if (components.length > 0 && !out.startsWith(prefix)) throw new PathEscapeError(base, components.join('/'), 'resolves outside the root');
+  if (components.length === 0) return base;
+  // plain components (checked above) under a normal root: joining is all resolve() would do
+  const prefix = base === '/' ? base : `${base}/`;
+  const out = prefix + (components.length === 1 ? components[0]! : components.join('/'));
+  if (!out.startsWith(prefix)) throw new PathEscapeError(base, components.join('/'), 'resolves outside the root');
   return out;
+}
+
+/** An absolute path posix.resolve() leaves as it is: no empty, `.` or `..` segment, no trailing slash. */
+function isNormalAbsolute(p: string): boolean {
+  if (p === '/') return true;
+  if (p.charCodeAt(0) !== 47 || p.charCodeAt(p.length - 1) === 47) return false;
+  return !p.includes('//') && !p.includes('/./') && !p.includes('/../') && !p.endsWith('/.') && !p.endsWith('/..');
 }
 
 /** `<rootDir>/pods/<uid>` (upstream getPodDir). */

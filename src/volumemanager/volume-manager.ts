@@ -207,7 +207,7 @@ export class VolumeManager {
    * mount left behind stops the removal). A symlink in place of a pod directory is unlinked.
    * Returns the UIDs whose directories were removed.
    */
-  async cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<string[]> {
+  async cleanupOrphanedPodDirs(keep: Pick<ReadonlySet<string>, 'has'>): Promise<string[]> {
     // the caches stay bounded however many pods and objects come and go
     this.tokens.prune();
     this.objects.prune?.();

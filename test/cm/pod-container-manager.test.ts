@@ -230,3 +230,17 @@ describe('pod cgroup names from any UID', () => {
     }), { numRuns: 5000 });
   });
 });
+
+describe('pod cgroup names of one spec seen with and without a recorded QoS class', () => {
+  it('follow the QoS class the pod object carries each time (the stats see pods with their status, the syncs without)', () => {
+    const m = new PodContainerManager({ mounts: { v1: {}, unified: { mountPoint: '/sys/fs/cgroup', root: '/' } }, cgroupRoot: '', log: createLogger() });
+    const p = bestEffort('u1');
+    const withStatus = { ...p, status: { qosClass: 'Burstable' } } as Pod;
+    for (let i = 0; i < 2; i++) {
+      assert.equal(m.podCgroupName(p), '/kubepods/besteffort/podu1');
+      assert.equal(m.podCgroupName(withStatus), '/kubepods/burstable/podu1');
+    }
+    // another pod object with the same spec but another UID is not mistaken for the first
+    assert.equal(m.podCgroupName({ ...p, metadata: { ...p.metadata, uid: 'u2' } }), '/kubepods/besteffort/podu2');
+  });
+});

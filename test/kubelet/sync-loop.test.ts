@@ -134,7 +134,7 @@ function hk(over: Partial<HousekeepingOptions> = {}) {
     podWorkers: {
       updatePod: (o) => void updates.push(`${o.updateType} ${o.pod.metadata.uid}${o.removed ? ' removed' : ''} ${o.pod.metadata.namespace}/${o.pod.metadata.name}`),
       has: (uid) => known.has(uid),
-      knownPods: () => [...known],
+      isKnown: (uid) => known.has(uid),
       forgetFinished: () => void forgot++,
     },
     pleg,
@@ -191,7 +191,7 @@ test('housekeeping waits until every source was seen and the runtime is up', asy
 
 test('housekeeping removes orphaned pod directories, keeping desired, working and runtime-known pods; not before the sources were seen', async () => {
   const kept: string[][] = [];
-  const volumes = { cleanupOrphanedPodDirs: async (keep: ReadonlySet<string>) => { kept.push([...keep].sort()); return []; } };
+  const volumes = { cleanupOrphanedPodDirs: async (keep: Pick<ReadonlySet<string>, 'has'>) => { kept.push(['desired', 'running', 'working', 'other'].filter((u) => keep.has(u))); return []; } };
   const early = hk({ ready: () => false, volumes });
   await handleHousekeeping(early.opts);
   assert.deepEqual(kept, []);
@@ -201,4 +201,54 @@ test('housekeeping removes orphaned pod directories, keeping desired, working an
   t.pleg.known.set('running', knownPod('running', 'r'));
   await handleHousekeeping(t.opts);
   assert.deepEqual(kept, [['desired', 'running', 'working']]);
+});
+
+test('housekeeping scans pod log directories once per container GC period (upstream: every minute), not every pass', async () => {
+  const { mkdtemp, mkdir, rm, access } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { POD_LOG_DIRS_CLEANUP_PERIOD_MS, HOUSEKEEPING_PERIOD_MS } = await import('../../src/kubelet/housekeeping.js');
+  const logs = await mkdtemp(join(tmpdir(), 'kts-hk-logs-'));
+  const gone = async (p: string): Promise<boolean> => {
+    // the scan runs off the pass: give it a few turns
+    for (let i = 0; i < 50; i++) {
+      if (await access(p).then(() => false, () => true)) return true;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return false;
+  };
+  try {
+    const clock = new FakeClock();
+    const t = hk({ podLogsDir: logs, clock });
+    await mkdir(join(logs, 'default_a_uid-a'));
+    await handleHousekeeping(t.opts);
+    assert.ok(await gone(join(logs, 'default_a_uid-a')), 'the first pass scans');
+    await mkdir(join(logs, 'default_b_uid-b'));
+    clock.step(HOUSEKEEPING_PERIOD_MS);
+    await handleHousekeeping(t.opts);
+    assert.equal(await gone(join(logs, 'default_b_uid-b')), false, 'the next housekeeping pass does not scan again');
+    clock.step(POD_LOG_DIRS_CLEANUP_PERIOD_MS);
+    await handleHousekeeping(t.opts);
+    assert.ok(await gone(join(logs, 'default_b_uid-b')), 'a period later it does');
+  } finally {
+    await rm(logs, { recursive: true, force: true });
+  }
+});
+
+test('housekeeping unwatches for OOM only the containers gone from their pod in the last relist', async () => {
+  const unwatched: string[] = [];
+  const oom = {
+    watched: () => [
+      { containerID: 'c-live', podUID: 'p1', since: 1 },
+      { containerID: 'c-gone', podUID: 'p1', since: 1 },
+      { containerID: 'c-podgone', podUID: 'p2', since: 1 },
+      { containerID: 'c-new', podUID: 'p1', since: 5_000 },
+    ],
+    unwatch: (id: string) => void unwatched.push(id),
+  };
+  const t = hk({ oom });
+  t.pleg.known.set('p1', { ...knownPod('p1', 'a'), containers: [{ id: 'c-live', name: 'c', state: 'running', createdAt: 0 }] });
+  t.pleg.listedAt = 1_000;
+  await handleHousekeeping(t.opts);
+  assert.deepEqual(unwatched.sort(), ['c-gone', 'c-podgone']);
 });

@@ -170,3 +170,28 @@ test('a running container\'s log path is asked of the runtime once, not on every
   m.stop();
   assert.deepEqual(asked.sort(), ['c1', 'c1', 'c2']);
 });
+
+test('with the relist\'s running containers the pass lists nothing from the runtime; without a fresh relist it does', async () => {
+  const d = await tempDir('kts-rot-');
+  const log = join(d, 'c1.log');
+  await writeFile(log, rec(1).repeat(5));
+  let lists = 0;
+  const runtime: LogRotationRuntime = {
+    listContainers: async () => (lists++, [{ id: 'c1' }]),
+    containerStatus: async () => ({ status: { log_path: log } }),
+    reopenContainerLog: async () => { await writeFile(log, '', { flag: 'a' }); },
+  };
+  let fromRelist: string[] | undefined = ['c1'];
+  const clock = new FakeClock(T0);
+  const m = new ContainerLogManager({ runtime, clock, log: loggerDouble(), maxSizeBytes: 100, maxFiles: 3, monitorIntervalMs: 10_000, maxWorkers: 1, runningContainers: () => fromRelist });
+  m.start();
+  clock.step(10_000);
+  await m.idle();
+  assert.equal(lists, 0);
+  assert.equal((await readdir(d)).filter((n) => n.startsWith('c1.log.')).length, 1, 'rotated from the relist\'s list');
+  fromRelist = undefined;
+  clock.step(10_000);
+  await m.idle();
+  m.stop();
+  assert.equal(lists, 1);
+});

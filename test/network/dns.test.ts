@@ -203,6 +203,20 @@ describe('reading the host resolv.conf from disk', () => {
     });
   });
 
+  it('an unchanged resolv.conf is read once, not on every pod sync; a changed one is read again', async () => {
+    await withFile(HOST_RESOLV, async (file) => {
+      const c = configurer({ resolvConf: file, readFile: undefined });
+      for (let i = 0; i < 3; i++) assert.deepEqual((await c.podDNS(pod({ dnsPolicy: 'Default' }))).servers, ['192.168.0.10', '192.168.0.11']);
+      assert.equal(c.resolvConfReads, 1);
+      // what a pod's config is built from is a copy: changing it does not reach the next pod
+      (await c.podDNS(pod({ dnsPolicy: 'Default' }))).servers!.push('10.0.0.1');
+      assert.deepEqual((await c.podDNS(pod({ dnsPolicy: 'Default' }))).servers, ['192.168.0.10', '192.168.0.11']);
+      await writeFile(file, 'nameserver 10.1.1.1\n');
+      assert.deepEqual((await c.podDNS(pod({ dnsPolicy: 'Default' }))).servers, ['10.1.1.1']);
+      assert.equal(c.resolvConfReads, 2);
+    });
+  });
+
   it('stops one byte past the cap, and the configurer refuses the file', async () => {
     await withFile('#'.repeat(MAX_RESOLV_CONF_BYTES + 5000), async (file) => {
       assert.equal((await readResolvConfFile(file)).length, MAX_RESOLV_CONF_BYTES + 1);

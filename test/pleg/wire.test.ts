@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { criDefinitions } from '../../src/runtime/cri-client.js';
 import { RecordStore } from '../../src/pleg/records.js';
 import type { ContainerStatusResponse, PodSandboxStatusResponse } from '../../src/runtime/cri-types.js';
-import { WireFormatError, decodeContainerList, decodeSandboxList, emptyListStats } from '../../src/pleg/wire.js';
+import { WireFormatError, decodeContainerList, decodeSandboxList, emptyListStats, newListMemo } from '../../src/pleg/wire.js';
 import { decodeContainerEvent } from '../../src/pleg/wire-event.js';
 
 const id = (n: number): string => n.toString(16).padStart(64, 'a');
@@ -357,4 +357,39 @@ test('decodeContainerList: a known container whose item is cut inside a label is
   const body = [...strField(1, id(5)), 6 << 3, 1, ...varint((8 << 3) | 2), 40, ...strField(1, 'io.kubernetes.pod.uid')];
   const two = await encodeContainers([container(2, 'CONTAINER_RUNNING')]);
   rejects(() => decodeContainerList(Buffer.concat([Buffer.from(lenField(1, body)), two]), store, 2, emptyListStats()), ['ListContainersResponse.containers[0]', 'Container.labels'], /length 40 past the end/);
+});
+
+test('a list answered with the same bytes is not decoded again: the same records marked, the same counts; new bytes or a changed store decode', async () => {
+  const store = new RecordStore();
+  const memo = newListMemo();
+  const foreign = container(9, 'CONTAINER_RUNNING') as { labels: Record<string, string> };
+  delete foreign.labels['io.kubernetes.pod.uid'];
+  const buf = await encodeContainers([container(1, 'CONTAINER_RUNNING'), container(2, 'CONTAINER_EXITED'), foreign]);
+  const s1 = emptyListStats();
+  decodeContainerList(buf, store, 1, s1, memo);
+  assert.deepEqual([s1.items, s1.created, s1.foreign, memo.reused], [3, 2, 1, 0]);
+  // the same answer again (another Buffer, same bytes)
+  const s2 = emptyListStats();
+  decodeContainerList(Buffer.from(buf), store, 2, s2, memo);
+  assert.equal(memo.reused, 1, 'not decoded');
+  assert.deepEqual([s2.items, s2.created, s2.foreign, s2.bytes], [3, 0, 1, buf.length]);
+  assert.deepEqual([store.get(id(1))!.listGen, store.get(id(1))!.listState, store.get(id(2))!.listGen, store.get(id(2))!.listState], [2, 'CONTAINER_RUNNING', 2, 'CONTAINER_EXITED']);
+  // one state changed: decoded
+  const changed = await encodeContainers([container(1, 'CONTAINER_EXITED'), container(2, 'CONTAINER_EXITED'), foreign]);
+  decodeContainerList(changed, store, 3, emptyListStats(), memo);
+  assert.equal(memo.reused, 1);
+  assert.equal(store.get(id(1))!.listState, 'CONTAINER_EXITED');
+  // the same bytes, but a record was forgotten meanwhile: decoded, and the record made again
+  const r2 = store.get(id(2))!;
+  store.discard(r2);
+  const s4 = emptyListStats();
+  decodeContainerList(changed, store, 4, s4, memo);
+  assert.equal(memo.reused, 1);
+  assert.equal(s4.created, 1);
+  assert.notEqual(store.get(id(2)), r2);
+  assert.equal(store.get(id(2))!.listGen, 4);
+  // and another store never takes this one's records
+  const other = new RecordStore();
+  decodeContainerList(changed, other, 5, emptyListStats(), memo);
+  assert.equal(other.size, 2);
 });

@@ -193,6 +193,24 @@ describe('StatsProvider', () => {
     assert.deepEqual(reader.lastRefs[2], { version: 2, dir: path.join(tree.mounts.unified!.mountPoint, host.podPaths.get(host.pods[0]!.metadata.uid!)!) });
   });
 
+  it('plans an unchanged pod from what it computed before; a new status (a container stopped) is planned again', async () => {
+    const p = provider();
+    let names = 0;
+    const name = host.podCgroupName.bind(host);
+    host.podCgroupName = (pod) => (names++, name(pod));
+    await p.refresh();
+    assert.equal(names, 2);
+    const first = (await p.refresh()).summary;
+    assert.equal(names, 2, 'the same spec and status: no new cgroup name, paths or times');
+    assert.deepEqual(first.pods[0]!.containers.map((c) => c.name), ['app', 'side']);
+    const pod = host.pods[0]!;
+    host.pods[0] = { ...pod, status: { ...pod.status, containerStatuses: pod.status!.containerStatuses!.filter((c) => c.name !== 'side') } };
+    const s = (await p.refresh()).summary;
+    assert.equal(names, 3);
+    assert.deepEqual(s.pods[0]!.containers.map((c) => c.name), ['app']);
+    assert.equal(reader.lastRefs.length, 2 + 2 + 3);
+  });
+
   it('adds the node figures: root cgroup, /proc, statfs of the root dir, image fs from the runtime', async () => {
     host.cri.imageFs = {
       image_filesystems: [{ timestamp: '1', fs_id: { mountpoint: work }, used_bytes: { value: '123456' }, inodes_used: { value: '77' } }],

@@ -246,3 +246,27 @@ describe('statusDiff', () => {
     assert.deepEqual(statusDiff({ phase: 'Pending', qosClass: 'BestEffort' }, { phase: 'Running' }), { phase: 'Running' });
   });
 });
+
+it('jsonEqual judges statuses as isDeepStrictEqual does', async () => {
+  const { jsonEqual } = await import('../../src/status/status-manager.js');
+  const { isDeepStrictEqual } = await import('node:util');
+  const base = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: 't' }], containerStatuses: [{ name: 'a', ready: true, restartCount: 0, state: { running: { startedAt: 't' } } }] };
+  const cases: unknown[] = [
+    base,
+    structuredClone(base),
+    { ...base, phase: 'Pending' },
+    { ...base, message: undefined },
+    { ...base, conditions: [] },
+    { ...base, containerStatuses: [{ ...base.containerStatuses[0], restartCount: 1 }] },
+    { ...base, containerStatuses: [{ ...base.containerStatuses[0], state: { running: {} } }] },
+    { ...base, podIPs: [{ ip: '10.0.0.1' }] },
+    { ...base, conditions: { 0: base.conditions[0], length: 1 } },
+    { phase: 'Running', extra: NaN },
+    { phase: 'Running', extra: NaN },
+    { phase: 'Running', extra: -0 },
+    { phase: 'Running', extra: 0 },
+    null,
+    'Running',
+  ];
+  for (const a of cases) for (const b of cases) assert.equal(jsonEqual(a, b), isDeepStrictEqual(a, b), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+});

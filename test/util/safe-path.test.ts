@@ -20,3 +20,13 @@ test('confinedJoin counts a component in bytes, as NAME_MAX does', () => {
   assert.throws(() => podDir('/var/lib/kubelet', 'ü'.repeat(100) + '€'.repeat(100)), PathEscapeError);
   assert.equal(podDir('/var/lib/kubelet', '€'.repeat(85)), `/var/lib/kubelet/pods/${'€'.repeat(85)}`);
 });
+
+test('confinedJoin gives what posix.resolve gives, for normal and unnormalized roots', async () => {
+  const { posix } = await import('node:path');
+  const roots = ['/', '/var/lib/kubelet', '/var/lib/kubelet/', '//var//lib/./kubelet', '/var/lib/../lib/kubelet', '/a/.', '/a/..', '/a/b/.hidden', '/a/..b', '/a/b..'];
+  for (const root of roots) {
+    for (const comps of [[], ['pods'], ['pods', 'u1'], ['ns_name_uid', 'c', '0.log'], ['.x', '..y']]) {
+      assert.equal(confinedJoin(root, ...comps), posix.resolve(root, ...comps), `${root} + ${comps.join(',')}`);
+    }
+  }
+});
