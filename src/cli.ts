@@ -27,7 +27,12 @@ export const SHUTDOWN_DEADLINE_MS = 5_000;
 /** The longest one API server call (retries included) may take before it is abandoned. */
 export const API_CALL_TIMEOUT_MS = 60_000;
 
-export async function main(argv: string[]): Promise<number> {
+export interface MainOptions {
+  /** Why the launcher could not apply the process-start settings (src/launch.ts), if it could not. */
+  launchWarning?: string;
+}
+
+export async function main(argv: string[], opts: MainOptions = {}): Promise<number> {
   if (argv[0] === 'sim-runtime') {
     // A simulated CRI runtime for density benchmarks, not a kubelet.
     const { simRuntimeMain } = await import('./sim/cli.js');
@@ -50,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
   setVerbosity(flags.verbosity ?? 0);
   const log = rootLogger;
   for (const w of warnings) log.warn(w);
+  if (opts.launchWarning) log.warn(opts.launchWarning);
 
   const native = loadNative();
   if (!native.addon) {
