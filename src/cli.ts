@@ -7,6 +7,7 @@ import { Kubelet, nodeNameFrom } from './kubelet/kubelet.js';
 import { buildDependencies } from './kubelet/dependencies.js';
 import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
+import { startMallocTrim } from './malloc-trim.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { setupNodeResources } from './kubelet/node-resources.js';
@@ -159,7 +160,9 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
     return 1;
   }
 
+  const mallocTrim = startMallocTrim({ clock: deps.clock, addon: native.addon });
   return waitForShutdown(async () => {
+    mallocTrim.stop();
     stats.stop();
     resources.stop();
     await Promise.all([kubelet.stop(), server.stop()]);
