@@ -7,14 +7,14 @@ import { loadNative, type NativeAddon } from './native.js';
 
 /**
  * Node/V8 flags the agent runs with (each measured at 1000 pods on the simulated runtime).
- * --max-semi-space-size: a young generation of 2 x 2 MiB instead of V8's 2 x 16 MiB (the
- * agent's objects are either short-lived or live as long as their pod: a large nursery only
- * holds garbage between scavenges). --heap-growing-percent: the old generation may grow 25%
- * past the live set before the next mark-compact, not up to 4x: at rest the agent makes
+ * --max-semi-space-size: a young generation of at most 2 x 4 MiB instead of V8's 2 x 16 MiB
+ * (the agent's objects are either short-lived or live as long as their pod: a large nursery
+ * only holds garbage between scavenges; 2 MiB saved no more and scavenged twice as often).
+ * --heap-growing-percent: the old generation may grow 25% past the live set before the next mark-compact, not up to 4x: at rest the agent makes
  * garbage steadily but too fast for V8's memory reducer to count it idle, so the heap
  * otherwise settles near 4x what is live. No hard limit: a node with more pods only grows.
  */
-export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--heap-growing-percent=25'];
+export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=25'];
 
 /**
  * Environment the agent runs with. MALLOC_ARENA_MAX: glibc gives each thread that mallocs its
