@@ -11,6 +11,7 @@
         "native/addon.cc",
         "native/cgroup_reader.cc",
         "native/oom_watcher.cc",
+        "native/process_control.cc",
         "native/oom/watcher.cc",
         "native/oom/proc_scan.cc",
         "native/oom/eventfd_backend.cc",

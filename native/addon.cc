@@ -3,6 +3,7 @@
 
 #include "cgroup_reader.h"
 #include "oom_watcher.h"
+#include "process_control.h"
 
 namespace {
 
@@ -17,6 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("addonAbi", Napi::Function::New(env, AddonAbi, "addonAbi"));
   kts::InitCgroupReader(env, exports);
   kts::InitOomWatcher(env, exports);
+  kts::InitProcessControl(env, exports);
   return exports;
 }
 

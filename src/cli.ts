@@ -7,6 +7,7 @@ import { Kubelet, nodeNameFrom } from './kubelet/kubelet.js';
 import { buildDependencies } from './kubelet/dependencies.js';
 import { KubeletServer } from './server/server.js';
 import { loadNative } from './native.js';
+import { startMallocTrim } from './malloc-trim.js';
 import { StatsProvider } from './stats/provider.js';
 import { statsRoutes } from './stats/routes.js';
 import { setupNodeResources } from './kubelet/node-resources.js';
@@ -26,7 +27,12 @@ export const SHUTDOWN_DEADLINE_MS = 5_000;
 /** The longest one API server call (retries included) may take before it is abandoned. */
 export const API_CALL_TIMEOUT_MS = 60_000;
 
-export async function main(argv: string[]): Promise<number> {
+export interface MainOptions {
+  /** Why the launcher could not apply the process-start settings (src/launch.ts), if it could not. */
+  launchWarning?: string;
+}
+
+export async function main(argv: string[], opts: MainOptions = {}): Promise<number> {
   if (argv[0] === 'sim-runtime') {
     // A simulated CRI runtime for density benchmarks, not a kubelet.
     const { simRuntimeMain } = await import('./sim/cli.js');
@@ -56,6 +62,7 @@ export async function main(argv: string[]): Promise<number> {
   setVerbosity(flags.verbosity ?? 0);
   const log = rootLogger;
   for (const w of warnings) log.warn(w);
+  if (opts.launchWarning) log.warn(opts.launchWarning);
 
   const native = loadNative();
   if (!native.addon) {
@@ -155,7 +162,9 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
 
+  const mallocTrim = startMallocTrim({ clock: deps.clock, addon: native.addon });
   return waitForShutdown(async () => {
+    mallocTrim.stop();
     stats.stop();
     resources.stop();
     await Promise.all([kubelet.stop(), server.stop()]);

@@ -38,6 +38,12 @@ export interface NativeAddon {
   cgroupFdTable?(): NativeCgroupFdTable;
   /** Caps the kept-open descriptors (never above the derived budget); returns the budget. */
   setCgroupFdBudget?(n: number): number;
+  // Process controls (native/process_control.cc).
+  /** Replaces this process image (same pid); returns only by throwing (err.errno). */
+  execve?(file: string, argv: string[], env: string[]): never;
+  /** glibc malloc_trim(0); true when memory went back to the kernel. */
+  mallocTrim?(): boolean;
+  mallocInfo?(): { arenaBytes?: number; inUseBytes?: number; freeBytes?: number; mmapBytes?: number };
 }
 
 /** The native reader's kept-open descriptor table (native/cgroup_reader.cc). */

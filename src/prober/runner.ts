@@ -187,17 +187,24 @@ export function createProbePool(pool: Piscina, threads: number): ProbePool {
   };
 }
 
-/** The Piscina pool for off-thread work (probes, filesystem accounting). */
-export function createWorkerPool(threads: number): Piscina {
+/**
+ * How long a pool thread with no task lives. Each thread is its own V8 isolate (about 11 MiB
+ * RSS): between filesystem accounting passes (a minute apart) none is kept; probe threads run
+ * their serve() task for as long as probes exist, so they never idle out.
+ */
+export const POOL_IDLE_TIMEOUT_MS = 10_000;
+
+/** The Piscina pool for off-thread work (probes, filesystem accounting); threads start on demand. */
+export function createWorkerPool(threads: number, idleTimeoutMs = POOL_IDLE_TIMEOUT_MS): Piscina {
   return new Piscina({
     filename: PROBE_WORKER_URL.href,
-    minThreads: threads,
+    minThreads: 0,
     maxThreads: threads,
     // the serve() task of each thread plus a few accounting tasks
     concurrentTasksPerWorker: 4,
     // Tasks here await sockets and files: a thread blocked in Atomics.wait would stall them.
     atomics: 'disabled',
-    idleTimeout: 60_000,
+    idleTimeout: idleTimeoutMs,
   });
 }
 
