@@ -124,11 +124,15 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       if (!this.store.pods.has(pod.uid)) return { at: this.opts.clock.now() };
       // A cached pod is refreshed where its records moved; a new pod, or a retry, is read whole.
       if (!deps.status) return readWholePod(deps, pod, false);
+      // The reads below cover only the ids this relist listed, so a container created since
+      // the list is missing: the entry is true as of the list, not the read (else a sync that
+      // finished in between would take it as fresh and create that container again).
+      const listedAt = this.relistTime;
       if (prev.status && events.length > 0) {
         const ids = new Set<string>();
         for (const e of events) if (e.data) ids.add(e.data);
         const r = await readPartial(deps, pod, prev.status, ids, false);
-        return { status: r.status, at: r.at, containerReads: r.reads };
+        return { status: r.status, at: Math.min(r.at, listedAt), containerReads: r.reads };
       }
       // Not cached (or a retry): the relist just listed the pod's ids, read each of them (no list calls).
       const p = this.store.pods.get(pod.uid)!;
@@ -138,7 +142,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
         p.sandboxes.map((rec) => rec.id),
         p.containers.map((rec) => rec.id),
       );
-      return { status: r.status, at: r.at, podReads: 1, containerReads: r.reads };
+      return { status: r.status, at: Math.min(r.at, listedAt), podReads: 1, containerReads: r.reads };
     };
   }
 

@@ -352,3 +352,69 @@ test('first relist against a runtime that sends container statuses with the sand
   assert.deepEqual(st.ips, ['10.88.0.9']);
   assert.deepEqual(new Set(channel.take().map((e) => `${e.type}:${e.data}`)), new Set(['ContainerStarted:sb1', 'ContainerStarted:c1', 'ContainerStarted:c2']));
 });
+
+// A pod sync that creates a container after the relist listed the pod, but before the relist's
+// status read of it, must not find that read vouching for a time after the create: the read
+// covers only the ids the list saw, so the next sync would create the container again.
+test('a status read of listed ids is dated by the list, not the read: a sync after a create waits for the next relist', async () => {
+  const runtime = new RuntimeDouble();
+  const cache = new PodCache();
+  const clock = new FakeClock();
+  const channel = new ChannelDouble();
+  const pleg = new GenericPLEG({
+    runtime,
+    status: runtime.statusSource,
+    cache,
+    clock,
+    log: loggerDouble(),
+    relistPeriodMs: 1000,
+    relistThresholdMs: 180_000,
+    emit: channel.emit,
+  });
+  // The pod sync runs between the list and the status read: it creates `id` and finishes.
+  let syncDone = 0;
+  let create: string | undefined;
+  const list = runtime.getPods.bind(runtime);
+  runtime.getPods = async () => {
+    const pods = await list();
+    if (create) {
+      runtime.container('u1', create, 'CONTAINER_CREATED');
+      create = undefined;
+      clock.step(50);
+      syncDone = clock.now();
+      clock.step(50);
+    }
+    return pods;
+  };
+  const waitFor = (minTime: number): (() => string[] | undefined) => {
+    let ids: string[] | undefined;
+    void cache.getNewerThan('u1', minTime).then((e) => (ids = (e.status?.containerStatuses ?? []).map((c) => c.id)));
+    return () => ids;
+  };
+
+  // A new pod (read from the listed ids): the sandbox only.
+  runtime.sandbox('u1', 'sb1', 'SANDBOX_READY');
+  create = 'c1';
+  clock.step(1000);
+  await pleg.relist();
+  let seen = waitFor(syncDone);
+  await settle();
+  assert.equal(seen(), undefined, 'no status vouches for the time after c1 was created: the sync waits');
+  clock.step(1000);
+  await pleg.relist();
+  await settle();
+  assert.deepEqual(seen(), ['c1'], 'the next relist shows c1');
+
+  // A cached pod refreshed where it changed: c1 moved, c2 created meanwhile.
+  runtime.container('u1', 'c1', 'CONTAINER_RUNNING');
+  create = 'c2';
+  clock.step(1000);
+  await pleg.relist();
+  seen = waitFor(syncDone);
+  await settle();
+  assert.equal(seen(), undefined, 'the partial refresh does not vouch for c2 either');
+  clock.step(1000);
+  await pleg.relist();
+  await settle();
+  assert.deepEqual(seen()?.sort(), ['c1', 'c2']);
+});
