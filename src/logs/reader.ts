@@ -62,13 +62,21 @@ function records(lines: Buffer[]): CriLogRecord[] {
   return out;
 }
 
-async function readWhole(f: LogFile): Promise<Buffer> {
-  try {
-    const data = await readFile(f.path);
-    return f.compressed ? await gunzipAsync(data) : data;
-  } catch (err) {
-    throw new LogReadError(f.path, (err as Error).message, err);
-  }
+/**
+ * A rotation's contents. The rotator may compress it (rename to .gz) or drop it as too old between
+ * the listing and this read: the compressed copy is read instead, and a dropped one reads as empty.
+ */
+export async function readRotation(f: LogFile): Promise<Buffer> {
+  const read = async (path: string, gz: boolean): Promise<Buffer | undefined> => {
+    try {
+      const data = await readFile(path);
+      return gz ? await gunzipAsync(data) : data;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new LogReadError(path, (err as Error).message, err);
+    }
+  };
+  return (await read(f.path, f.compressed)) ?? (f.compressed ? undefined : await read(`${f.path}.gz`, true)) ?? Buffer.alloc(0);
 }
 
 /** Records of the rotations needed for `tail` lines, oldest first, given the live file's records. */
@@ -78,7 +86,7 @@ async function tailRecords(rotations: LogFile[], live: CriLogRecord[], tail: num
   const chunks: CriLogRecord[][] = [live];
   // one line more than asked, so the first kept line's partial records are in too
   for (let i = rotations.length - 1; i >= 0 && have <= tail; i--) {
-    const rs = records(splitLines(await readWhole(rotations[i]!)).lines);
+    const rs = records(splitLines(await readRotation(rotations[i]!)).lines);
     chunks.unshift(rs);
     have += fulls(rs);
   }
@@ -112,7 +120,7 @@ export async function readContainerLogs(logPath: string, opts: ContainerLogOptio
       for (const l of opts.tailLines === 0 ? [] : lines.slice(-opts.tailLines)) await out.line(l);
     } else {
       for (const f of rotations) {
-        for (const r of records(splitLines(await readWhole(f)).lines)) {
+        for (const r of records(splitLines(await readRotation(f)).lines)) {
           const l = assembler.push(r);
           if (l) await out.line(l);
           if (out.full) return;

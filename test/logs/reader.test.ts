@@ -11,7 +11,7 @@ import { formatTimestamp, parseCriRecord } from '../../src/logs/cri-format.js';
 import { rotatedLogs } from '../../src/logs/files.js';
 import { parseContainerLogOptions, type ContainerLogOptions } from '../../src/logs/options.js';
 import { LogOptionsError } from '../../src/logs/errors.js';
-import { readContainerLogs } from '../../src/logs/reader.js';
+import { readContainerLogs, readRotation } from '../../src/logs/reader.js';
 import { FakeClock } from '../../src/util/clock.js';
 
 const tempDirs: string[] = [];
@@ -188,4 +188,20 @@ test('query options decode and validate as upstream, naming the parameter', () =
   bad('sinceTime=yesterday', 'sinceTime', 400);
   bad('sinceSeconds=5&sinceTime=2026-01-01T12:00:04Z', 'sinceSeconds', 422);
   bad('tail=abc', 'tail', 400);
+});
+
+test('a rotation compressed or dropped between the listing and the read: the .gz copy is read, a dropped one is empty', async () => {
+  const dir = await tempDir('kts-logs-race-');
+  const plain = join(dir, '0.log.20260101-120000');
+  await writeFile(plain, rec(1, 'stdout', 'F', 'one'));
+  const listed = { path: plain, compressed: false, stamp: '20260101-120000' };
+  assert.equal((await readRotation(listed)).toString(), rec(1, 'stdout', 'F', 'one'));
+  // the rotator compresses it after the listing
+  await writeFile(`${plain}.gz`, gzipSync(rec(1, 'stdout', 'F', 'one')));
+  await rm(plain);
+  assert.equal((await readRotation(listed)).toString(), rec(1, 'stdout', 'F', 'one'));
+  // and later drops it as past containerLogMaxFiles
+  await rm(`${plain}.gz`);
+  assert.equal((await readRotation(listed)).length, 0);
+  assert.equal((await readRotation({ ...listed, path: `${plain}.gz`, compressed: true })).length, 0);
 });
