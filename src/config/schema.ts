@@ -6,6 +6,7 @@
 
 import type { KubeletFlags } from './flags.js';
 import type { KubeletConfig } from './kubelet-config.js';
+import { jsonEqual } from '../util/json-equal.js';
 
 export type FieldSupport = 'implemented' | 'not-implemented';
 
@@ -211,15 +212,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
-  if (isPlainObject(a) && isPlainObject(b)) {
-    const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
-  }
-  return false;
-}
 
 /**
  * Warnings naming each not-implemented field whose value differs from `baseline` (the
@@ -229,7 +221,7 @@ function deepEqual(a: unknown, b: unknown): boolean {
 export function notImplementedWarnings(config: KubeletConfig, baseline: KubeletConfig): string[] {
   const out: string[] = [];
   const walk = (path: string, value: unknown, base: unknown): void => {
-    if (deepEqual(value, base)) return;
+    if (jsonEqual(value, base)) return;
     if (NESTED_FIELDS[path] !== undefined && isPlainObject(value) && isPlainObject(base)) {
       for (const key of Object.keys(value)) walk(`${path}.${key}`, value[key], base[key]);
       return;

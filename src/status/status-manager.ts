@@ -17,6 +17,7 @@ import type { RestClient } from '../client/rest.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { rootLogger, type Logger } from '../util/log.js';
+import { jsonEqual } from '../util/json-equal.js';
 
 /** upstream: syncPeriod of the status manager (a full pass that retries what failed). */
 export const STATUS_SYNC_PERIOD_MS = 10_000;
@@ -68,35 +69,10 @@ interface Entry {
   inFlight: boolean;
 }
 
+export { jsonEqual };
+
 const isTerminal = (phase: string | undefined): boolean => phase === 'Succeeded' || phase === 'Failed';
 
-/**
- * Deep equality of JSON-shaped values (plain objects, arrays, primitives) as isDeepStrictEqual
- * judges them there (a key holding undefined differs from a missing key), without its per-call
- * key arrays and sets: every pod sync compares its new status with the last.
- */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const pa = Object.getPrototypeOf(a);
-  if (pa !== Object.getPrototypeOf(b) || (pa !== Object.prototype && pa !== null)) return isDeepStrictEqual(a, b);
-  const oa = a as Record<string, unknown>;
-  const ob = b as Record<string, unknown>;
-  let n = 0;
-  for (const k in oa) {
-    if (!Object.prototype.hasOwnProperty.call(oa, k)) continue;
-    if (!Object.prototype.hasOwnProperty.call(ob, k) || !jsonEqual(oa[k], ob[k])) return false;
-    n++;
-  }
-  for (const k in ob) if (Object.prototype.hasOwnProperty.call(ob, k)) n--;
-  return n === 0;
-}
 
 export class StatusManager {
   private statuses = new Map<string, Entry>();
