@@ -93,18 +93,56 @@ async function tailRecords(rotations: LogFile[], live: CriLogRecord[], tail: num
   return chunks.flat();
 }
 
+/** How long a live file absent between a rotation's rename and the runtime's reopen is waited for. */
+export const LIVE_REOPEN_WAIT_MS = 200;
+const LIVE_RETRY_MS = 20;
+
+const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException).code;
+
+/**
+ * The live file, open, and the rotations before it, as one consistent view. The live file is opened
+ * first and the rotations listed after; if the path names another file by then, the open one was
+ * rotated in between (it is in the listing) and the view is taken again. Between the rotator's rename
+ * and the runtime's reopen there is no live file: that is waited for up to LIVE_REOPEN_WAIT_MS on the
+ * clock, after which the rotations alone are read (the live file is then picked up when it appears,
+ * if following).
+ */
+async function snapshot(logPath: string, clock: Clock): Promise<{ rotations: LogFile[]; fh: FileHandle | undefined }> {
+  const list = (): Promise<LogFile[]> => rotatedLogs(logPath).catch((err) => { throw new LogReadError(logPath, (err as Error).message, err); });
+  for (let waited = 0; ; ) {
+    let fh: FileHandle;
+    try {
+      fh = await open(logPath, 'r');
+    } catch (err) {
+      if (errno(err) !== 'ENOENT') throw new LogReadError(logPath, (err as Error).message, err);
+      const rotations = await list();
+      // no rotation either: the container never wrote a log file
+      if (rotations.length === 0 || waited >= LIVE_REOPEN_WAIT_MS) {
+        if (rotations.length === 0) throw new LogReadError(logPath, (err as Error).message, err);
+        return { rotations, fh: undefined };
+      }
+      await clock.sleep(LIVE_RETRY_MS);
+      waited += LIVE_RETRY_MS;
+      continue;
+    }
+    try {
+      const rotations = await list();
+      const [held, named] = await Promise.all([fh.stat(), stat(logPath).catch(() => undefined)]);
+      if (named && named.ino === held.ino && named.dev === held.dev) return { rotations, fh };
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+    // rotated between the open and the listing: take the view again
+    await fh.close().catch(() => undefined);
+  }
+}
+
 /** Reads the logs of the container whose live log file is `logPath` into `sink`. */
 export async function readContainerLogs(logPath: string, opts: ContainerLogOptions, sink: LogSink, deps: LogReaderDeps): Promise<void> {
   const out = new LineWriter(sink, sinceBound(opts, deps.clock.now()), opts.timestamps, opts.limitBytes);
   const assembler = new LineAssembler();
-  const rotations = await rotatedLogs(logPath).catch((err) => { throw new LogReadError(logPath, (err as Error).message, err); });
-
-  let fh: FileHandle;
-  try {
-    fh = await open(logPath, 'r');
-  } catch (err) {
-    throw new LogReadError(logPath, (err as Error).message, err);
-  }
+  const { rotations, fh } = await snapshot(logPath, deps.clock);
   const live = new LiveFile(logPath, fh);
   try {
     const first = splitLines(await live.readToEnd());
@@ -155,21 +193,24 @@ class LiveFile {
   #wake?: () => void;
   #changed = false;
 
-  constructor(readonly path: string, public fh: FileHandle) {}
+  /** Without a file handle the live file did not exist when the read began: it reads as empty until it appears. */
+  constructor(readonly path: string, public fh: FileHandle | undefined) {}
 
   async init(): Promise<void> {
-    this.ino = (await this.fh.stat()).ino;
+    if (this.fh) this.ino = (await this.fh.stat()).ino;
   }
 
   /** Bytes from pos to the end of the open file. */
   async readToEnd(): Promise<Buffer> {
     if (this.ino < 0) await this.init();
+    const fh = this.fh;
+    if (!fh) return Buffer.alloc(0);
     const parts: Buffer[] = [];
     for (;;) {
       const buf = Buffer.allocUnsafe(READ_CHUNK);
       let n: number;
       try {
-        ({ bytesRead: n } = await this.fh.read(buf, 0, buf.length, this.pos));
+        ({ bytesRead: n } = await fh.read(buf, 0, buf.length, this.pos));
       } catch (err) {
         throw new LogReadError(this.path, (err as Error).message, err);
       }
@@ -196,7 +237,7 @@ class LiveFile {
     } catch {
       return false;
     }
-    await this.fh.close().catch(() => undefined);
+    await this.fh?.close().catch(() => undefined);
     this.fh = next;
     this.pos = 0;
     this.ino = (await next.stat()).ino;
@@ -241,7 +282,7 @@ class LiveFile {
 
   async close(): Promise<void> {
     this.unwatch();
-    await this.fh.close().catch(() => undefined);
+    await this.fh?.close().catch(() => undefined);
   }
 }
 

@@ -157,6 +157,35 @@ test('follow tails the live file through a rotation and ends once the container 
   await rm(d, { recursive: true });
 });
 
+test('a live file missing between the rotator\'s rename and the runtime\'s reopen is waited for on the clock; if it stays away the rotations are read', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(`${live}.20260101-120001`, rec(1, 'stdout', 'F', 'a') + rec(2, 'stdout', 'F', 'b'));
+  const clock = new FakeClock(T0 + 100_000);
+  let text = '';
+  let ended = false;
+  const chunks: Buffer[] = [];
+  const done = readContainerLogs(live, { follow: false, previous: false, timestamps: false, tailLines: 5 }, { write: (c) => void chunks.push(c) }, { clock, isRunning: async () => false })
+    .then(() => { text = Buffer.concat(chunks).toString(); ended = true; });
+  // the runtime reopens: the new live file is read after the rotation
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(ended, false);
+  await writeFile(live, rec(3, 'stdout', 'F', 'c'));
+  await until(() => { clock.step(20); return ended; }, 'the read to end');
+  await done;
+  assert.equal(text, 'a\nb\nc\n');
+  // never reopened: the rotations alone, after the bounded wait
+  await rm(live);
+  let out: string | undefined;
+  const second = read(live, {}, clock).then((s) => { out = s; });
+  await until(() => { clock.step(20); return out !== undefined; }, 'the read without a live file');
+  await second;
+  assert.equal(out, 'a\nb\n');
+  // neither a live file nor a rotation: the error names the file
+  const none = join(d, '1.log');
+  await assert.rejects(read(none, {}, clock), (err: Error) => err.message.includes(none) && err.message.includes('ENOENT'));
+});
+
 test('follow ends when the client goes away', async () => {
   const d = await dir();
   const live = join(d, '0.log');
