@@ -4,6 +4,7 @@
 import { constants as osConstants } from 'node:os';
 import { stat } from 'node:fs/promises';
 import { loadNative, type NativeAddon } from '../native.js';
+import { KubeletError } from './errors.js';
 
 /** The row's fields, in order (native/stat_batch.h). */
 export const STAT_ROW_FIELDS = ['errno', 'mode', 'size', 'ino', 'dev', 'mtimeSec', 'mtimeNsec', 'ctimeSec', 'ctimeNsec'] as const;
@@ -153,7 +154,7 @@ function validate(paths: readonly string[]): void {
 export async function statBatch(paths: readonly string[], options: { backend?: StatBatchBackend } = {}): Promise<StatBatchResult> {
   validate(paths);
   const fn = options.backend === 'fallback' ? null : native();
-  if (options.backend === 'native' && !fn) throw new Error(`statBatch: native backend unavailable: ${nativeError ?? 'unknown'}`);
+  if (options.backend === 'native' && !fn) throw new KubeletError('StatBatchNativeUnavailable', `statBatch: native backend unavailable: ${nativeError ?? 'unknown'}`);
   if (paths.length === 0) return new StatBatchResult(new Float64Array(0));
   return new StatBatchResult(fn ? await fn(paths) : await statFallback(paths));
 }
