@@ -12,6 +12,7 @@
         "native/cgroup_reader.cc",
         "native/oom_watcher.cc",
         "native/process_control.cc",
+        "native/stat_batch.cc",
         "native/oom/watcher.cc",
         "native/oom/proc_scan.cc",
         "native/oom/eventfd_backend.cc",

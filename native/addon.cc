@@ -4,6 +4,7 @@
 #include "cgroup_reader.h"
 #include "oom_watcher.h"
 #include "process_control.h"
+#include "stat_batch.h"
 
 namespace {
 
@@ -19,6 +20,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kts::InitCgroupReader(env, exports);
   kts::InitOomWatcher(env, exports);
   kts::InitProcessControl(env, exports);
+  kts::InitStatBatch(env, exports);
   return exports;
 }
 

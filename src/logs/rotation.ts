@@ -11,6 +11,7 @@ import { createGzip } from 'node:zlib';
 import type { Clock, Timer } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { statBatch } from '../util/stat-batch.js';
 import { LogRotationError } from './errors.js';
 import { COMPRESS_SUFFIX, TMP_SUFFIX, rotationStamp } from './files.js';
 
@@ -113,15 +114,35 @@ export class ContainerLogManager {
     }, this.opts.monitorIntervalMs);
   }
 
-  /** One pass over the running containers, at most maxWorkers at a time. */
+  /**
+   * One pass over the running containers: one batched stat of every known live log, then the
+   * containers whose log is over the limit, missing or not known yet go through
+   * processContainer, at most maxWorkers at a time.
+   */
   async rotateLogs(): Promise<void> {
     const ids = this.opts.runningContainers?.() ?? (await this.opts.runtime.listContainers({ state: { state: 'CONTAINER_RUNNING' } })).map((c) => c.id);
     const listed = new Set(ids);
     for (const id of this.#logPaths.keys()) if (!listed.has(id)) this.#logPaths.delete(id);
+    // each id's row in the batch; -1: log path not known yet, -2: the container has none
+    const row = new Int32Array(ids.length);
+    const logs: string[] = [];
+    for (let k = 0; k < ids.length; k++) {
+      const log = this.#logPaths.get(ids[k]!);
+      row[k] = log === undefined ? -1 : log === '' ? -2 : logs.push(log) - 1;
+    }
+    const st = logs.length > 0 ? await statBatch(logs) : undefined;
+    const todo: string[] = [];
+    for (let k = 0; k < ids.length; k++) {
+      const i = row[k]!;
+      if (i === -2) continue;
+      if (i >= 0 && st!.ok(i) && st!.size(i) < this.opts.maxSizeBytes) continue;
+      todo.push(ids[k]!);
+    }
+    if (todo.length === 0) return;
     let next = 0;
     const worker = async (): Promise<void> => {
-      while (next < ids.length) {
-        const id = ids[next++]!;
+      while (next < todo.length) {
+        const id = todo[next++]!;
         try {
           await this.processContainer(id);
         } catch (err) {
@@ -129,7 +150,7 @@ export class ContainerLogManager {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.maxWorkers, ids.length)) }, worker));
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.maxWorkers, todo.length)) }, worker));
   }
 
   /** Rotates one container's log when it is over the limit. */

@@ -1,12 +1,13 @@
 // The static pod directory source (upstream pkg/kubelet/config/file.go + file_linux.go):
 // inotify (fs.watch) for prompt changes plus a full re-check every fileCheckFrequency, each
 // delivering the whole set of pods found (SET semantics).
-import { watch, type BigIntStats, type FSWatcher, type Stats } from 'node:fs';
+import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Pod } from '../api/types.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { errorMessage, KubeletError } from '../util/errors.js';
+import { ENOENT, statBatch, type StatBatchResult } from '../util/stat-batch.js';
 import { ManifestError } from './errors.js';
 import { decodePodManifest, MaxManifestBytes } from './manifest.js';
 import { FileSource as FILE_SOURCE } from './static-pod.js';
@@ -47,13 +48,35 @@ interface CachedFile {
    * its last change is old enough that a later write must move ctime: the same stamp then
    * means the same bytes, and the periodic check need not open the file.
    */
-  stamp?: string;
+  stamp?: FileStamp;
   /** The pod of the last content that decoded; kept on a watch-event failure, as upstream. */
   pod?: Pod;
   /** The content whose decode failure was already reported. */
   reportedBadRaw?: string;
   /** That failure: the same bytes fail the same way, so they are not decoded again. */
   error?: ManifestError;
+}
+
+/** A file's identity and change times (ns as whole seconds and nanoseconds, both exact). */
+interface FileStamp {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeSec: number;
+  mtimeNsec: number;
+  ctimeSec: number;
+  ctimeNsec: number;
+}
+
+function sameStamp(a: FileStamp, st: StatBatchResult, i: number): boolean {
+  return (
+    a.ino === st.ino(i) && a.size === st.size(i) && a.mtimeNsec === st.mtimeNsec(i) && a.mtimeSec === st.mtimeSec(i) &&
+    a.ctimeNsec === st.ctimeNsec(i) && a.ctimeSec === st.ctimeSec(i) && a.dev === st.dev(i)
+  );
+}
+
+function stampOf(st: StatBatchResult, i: number): FileStamp {
+  return { dev: st.dev(i), ino: st.ino(i), size: st.size(i), mtimeSec: st.mtimeSec(i), mtimeNsec: st.mtimeNsec(i), ctimeSec: st.ctimeSec(i), ctimeNsec: st.ctimeNsec(i) };
 }
 
 type Scan = { kind: 'full'; periodic: boolean } | { kind: 'files'; names: Set<string> };
@@ -178,8 +201,8 @@ export class FileSource {
       for (const file of [...this.files.keys()]) {
         if (!present.has(file)) this.dropFile(file);
       }
-      // read a bounded number at once, apply in name order
-      const results = await mapBounded(names, MANIFEST_READ_CONCURRENCY, (n) => this.readManifest(join(this.path, n)));
+      // one batched stat for the directory, then read a bounded number at once, apply in name order
+      const results = await this.readManifests(names.map((n) => join(this.path, n)));
       for (const r of results) this.applyRead(r, periodic);
     } else if (st.isFile()) {
       const dir = dirname(this.path);
@@ -189,14 +212,14 @@ export class FileSource {
         // the periodic check still sees changes
       }
       for (const file of [...this.files.keys()]) if (file !== this.path) this.dropFile(file);
-      this.applyRead(await this.readManifest(this.path), periodic);
+      this.applyRead((await this.readManifests([this.path]))[0]!, periodic);
     } else {
       throw new KubeletError('StaticPodPathInvalid', `${this.path}: not a directory or a file`);
     }
   }
 
   private async scanFiles(names: Set<string>): Promise<void> {
-    const results = await mapBounded([...names].sort(), MANIFEST_READ_CONCURRENCY, (f) => this.readManifest(f));
+    const results = await this.readManifests([...names].sort());
     // an event-driven read that fails keeps the last good pod until the next full check
     for (const r of results) this.applyRead(r, false);
   }
@@ -207,36 +230,75 @@ export class FileSource {
     this.files.delete(file);
   }
 
-  private async readManifest(file: string): Promise<ReadResult> {
-    let st: BigIntStats;
-    try {
-      st = await stat(file, { bigint: true });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
-      return { file, kind: 'skip', why: `Can't get metadata for ${JSON.stringify(file)}: ${(e as Error).message}` };
+  /**
+   * Every file's read result, in order: one batched stat for all, then only the files whose
+   * stat does not settle it (changed, new, unsettled, or a stat error to word) are opened.
+   */
+  private async readManifests(files: readonly string[]): Promise<ReadResult[]> {
+    const st = await statBatch(files);
+    const results = new Array<ReadResult>(files.length);
+    const toRead: number[] = [];
+    for (let i = 0; i < files.length; i++) {
+      const r = this.fromStat(files[i]!, st, i);
+      if (r) results[i] = r;
+      else toRead.push(i);
     }
-    if (st.isDirectory()) return { file, kind: 'skip', why: `Not recursing into manifest path ${JSON.stringify(file)}` };
-    if (!st.isFile()) return { file, kind: 'skip', why: `Manifest path ${JSON.stringify(file)} is not a directory or file` };
-    const tooLarge = (size: string): ReadResult => ({
-      file,
-      kind: 'bad',
-      raw: `size:${size}:${st.mtimeNs}`,
-      error: this.error(file, `manifest is ${size} bytes, more than the limit of ${this.maxBytes} bytes`),
-    });
-    if (st.size > BigInt(this.maxBytes)) return tooLarge(String(st.size));
+    if (toRead.length > 0) {
+      await mapBounded(toRead, MANIFEST_READ_CONCURRENCY, async (i) => {
+        results[i] = await this.readManifest(files[i]!, st, i);
+      });
+    }
+    return results;
+  }
+
+  /** What the stat alone decides (gone, not a file, too large, unchanged since a settled read), or undefined. */
+  private fromStat(file: string, st: StatBatchResult, i: number): ReadResult | undefined {
+    if (!st.ok(i)) return st.errno(i) === ENOENT ? { file, kind: 'gone' } : undefined;
+    if (st.isDirectory(i)) return { file, kind: 'skip', why: `Not recursing into manifest path ${JSON.stringify(file)}` };
+    if (!st.isFile(i)) return { file, kind: 'skip', why: `Manifest path ${JSON.stringify(file)} is not a directory or file` };
+    if (st.size(i) > this.maxBytes) return this.tooLarge(file, st, i, String(st.size(i)));
     const cached = this.files.get(file);
-    const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-    if (cached?.stamp === stamp) {
-      if (cached.pod && cached.reportedBadRaw === undefined) return { file, kind: 'good', raw: cached.raw, pod: cached.pod, stamp };
+    if (cached?.stamp && sameStamp(cached.stamp, st, i)) {
+      const stamp = cached.stamp;
+      // the cache entry stays as it is: no result object per unchanged file per check
+      if (cached.pod && cached.reportedBadRaw === undefined) return UNCHANGED;
       if (cached.reportedBadRaw === cached.raw && cached.error) return { file, kind: 'bad', raw: cached.raw, error: cached.error, stamp };
     }
-    // the clock is wall time here, as the file's ctime is
-    const settled = BigInt(Math.floor(this.clock.now() - STAMP_SETTLE_MS)) * 1_000_000n > st.ctimeNs ? stamp : undefined;
+    return undefined;
+  }
+
+  private tooLarge(file: string, st: StatBatchResult, i: number, size: string): ReadResult {
+    return {
+      file,
+      kind: 'bad',
+      raw: `size:${size}:${st.mtimeSec(i)}.${st.mtimeNsec(i)}`,
+      error: this.error(file, `manifest is ${size} bytes, more than the limit of ${this.maxBytes} bytes`),
+    };
+  }
+
+  /** Reads a file the stat (row i of st) did not settle. */
+  private async readManifest(file: string, st: StatBatchResult, i: number): Promise<ReadResult> {
+    if (!st.ok(i)) {
+      // fs.stat words the error as before (the batch has only its errno)
+      try {
+        await stat(file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
+        return { file, kind: 'skip', why: `Can't get metadata for ${JSON.stringify(file)}: ${(e as Error).message}` };
+      }
+      return { file, kind: 'skip', why: `Can't get metadata for ${JSON.stringify(file)}: ${st.code(i)}` };
+    }
+    const cached = this.files.get(file);
+    // the clock is wall time here, as the file's ctime is; settled when its ctime is older than now - STAMP_SETTLE_MS
+    const settleMs = Math.floor(this.clock.now() - STAMP_SETTLE_MS);
+    const settleSec = Math.floor(settleMs / 1000);
+    const settleNsec = (settleMs - settleSec * 1000) * 1_000_000;
+    const settled = settleSec > st.ctimeSec(i) || (settleSec === st.ctimeSec(i) && settleNsec > st.ctimeNsec(i)) ? stampOf(st, i) : undefined;
     let raw: string;
     try {
-      const data = await readAtMost(file, this.maxBytes, Number(st.size));
+      const data = await readAtMost(file, this.maxBytes, st.size(i));
       // the file grew after stat, or reports no size (procfs): the read itself is bounded
-      if (data === undefined) return tooLarge(`more than ${this.maxBytes}`);
+      if (data === undefined) return this.tooLarge(file, st, i, `more than ${this.maxBytes}`);
       raw = data;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { file, kind: 'gone' };
@@ -261,6 +323,7 @@ export class FileSource {
   }
 
   private applyRead(r: ReadResult, periodic: boolean): void {
+    if (r.kind === 'same') return;
     if (r.kind === 'gone') {
       this.dropFile(r.file);
       return;
@@ -354,10 +417,13 @@ export class FileSource {
 }
 
 type ReadResult =
+  | { kind: 'same'; file?: undefined }
   | { file: string; kind: 'gone' }
   | { file: string; kind: 'skip'; why: string }
-  | { file: string; kind: 'good'; raw: string; pod: Pod; stamp?: string }
-  | { file: string; kind: 'bad'; raw: string; error: ManifestError; stamp?: string };
+  | { file: string; kind: 'good'; raw: string; pod: Pod; stamp?: FileStamp | undefined }
+  | { file: string; kind: 'bad'; raw: string; error: ManifestError; stamp?: FileStamp | undefined };
+
+const UNCHANGED: ReadResult = Object.freeze({ kind: 'same' as const });
 
 /** fn over items with at most `limit` in flight; results in the items' order. */
 async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -195,3 +195,47 @@ test('with the relist\'s running containers the pass lists nothing from the runt
   m.stop();
   assert.equal(lists, 1);
 });
+
+test('a pass stats the known logs in one batch: only logs over the limit, missing or not yet known go through the per-container path', async () => {
+  const d = await tempDir('kts-rot-');
+  const ids = ['small', 'big', 'missing', 'nolog'];
+  const logOf = (id: string): string => (id === 'nolog' ? '' : join(d, `${id}.log`));
+  for (const id of ids) if (id !== 'nolog') await writeFile(logOf(id), 'x');
+  const running = [...ids];
+  const reopened: string[] = [];
+  const runtime: LogRotationRuntime = {
+    listContainers: async () => running.map((id) => ({ id })),
+    containerStatus: async (id) => ({ status: { log_path: logOf(id) } }),
+    reopenContainerLog: async (id) => {
+      reopened.push(id);
+      await writeFile(logOf(id), '', { flag: 'a' });
+    },
+  };
+  const processed: string[] = [];
+  class Recording extends ContainerLogManager {
+    override async processContainer(id: string): Promise<void> {
+      processed.push(id);
+      await super.processContainer(id);
+    }
+  }
+  const clock = new FakeClock(T0);
+  const m = new Recording({ runtime, clock, log: loggerDouble(), maxSizeBytes: 100, maxFiles: 3, monitorIntervalMs: 10_000, maxWorkers: 2 });
+  // first pass: no log path known yet, every container asks the runtime
+  await m.rotateLogs();
+  assert.deepEqual(processed.sort(), [...ids].sort());
+  processed.length = 0;
+  // second pass: one over the limit, one deleted, one new container; the small one and the one without a log are left alone
+  await writeFile(logOf('big'), rec(1).repeat(5));
+  rmSync(logOf('missing'));
+  running.push('new');
+  await writeFile(logOf('new'), 'x');
+  await m.rotateLogs();
+  assert.deepEqual(processed.sort(), ['big', 'missing', 'new']);
+  assert.deepEqual(reopened.sort(), ['big', 'missing']);
+  assert.equal((await stat(logOf('missing'))).size, 0);
+  assert.deepEqual((await readdir(d)).filter((n) => n.startsWith('big.log')).length, 2);
+  processed.length = 0;
+  // a quiet pass: nothing over the limit, nothing missing, nothing new
+  await m.rotateLogs();
+  assert.deepEqual(processed, []);
+});

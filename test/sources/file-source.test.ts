@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -208,6 +208,29 @@ describe('FileSource', () => {
       await waitFor('the next check to be scheduled', () => clock.pendingTimers() === 1);
       clock.step(20_000);
       await waitFor('alpha', () => names(sets.at(-1)).includes('alpha-n1'));
+    } finally {
+      await src.stop();
+    }
+  });
+
+  it('entries the batched stat cannot settle are worded as before: a symlink loop, a directory, a dangling link; siblings still read', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a.yaml'), manifest('alpha'));
+    symlinkSync('loop.yaml', join(dir, 'loop.yaml'));
+    symlinkSync('nowhere', join(dir, 'dangling.yaml'));
+    mkdirSync(join(dir, 'sub'));
+    const sets: SourceEntry[][] = [];
+    const logs: string[] = [];
+    const src = new FileSource({ path: dir, nodeName: 'n1', checkPeriodMs: 20_000, watch: false, clock: new FakeClock(), onSet: (e) => sets.push(e), onError: () => {}, log: (m) => logs.push(m) });
+    try {
+      await src.check();
+      await src.check();
+      assert.deepEqual(names(sets.at(-1)), ['alpha-n1']);
+      const loop = logs.filter((l) => l.startsWith(`Can't get metadata for ${JSON.stringify(join(dir, 'loop.yaml'))}: ELOOP: too many symbolic links encountered, stat `));
+      assert.equal(loop.length, 1, logs.join('\n'));
+      assert.equal(logs.filter((l) => l === `Not recursing into manifest path ${JSON.stringify(join(dir, 'sub'))}`).length, 1);
+      // a dangling link is a file gone, not an error
+      assert.equal(logs.filter((l) => l.includes('dangling')).length, 0);
     } finally {
       await src.stop();
     }
