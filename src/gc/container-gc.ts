@@ -199,9 +199,13 @@ export async function garbageCollectContainers(o: ContainerGCOptions, evictNonDe
   }
   // Log directories of pods whose content may go (only once every source has been seen).
   if (ready) {
+    // pods that still have a container this pass did not remove (one set, not a scan per directory)
+    const removedNow = new Set(result.containers);
+    const withContainers = new Set<string>();
+    for (const c of left) if (!removedNow.has(c.id)) withContainers.add(c.podUID);
     for (const [dir, uid] of await o.runtime.listPodLogDirs()) {
       if (!o.state.shouldPodContentBeRemoved(uid)) continue;
-      if (left.some((c) => c.podUID === uid && !result.containers.includes(c.id))) continue;
+      if (withContainers.has(uid)) continue;
       try {
         await o.runtime.removePodLogDir(dir);
         result.logDirs.push(dir);
