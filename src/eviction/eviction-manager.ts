@@ -510,9 +510,18 @@ export function memcgUsageThreshold(t: Threshold, mem: { usageBytes?: bigint; wo
   return usage > 1n ? usage : undefined;
 }
 
+/** Per summary object: the stats snapshot is reused until the next housekeeping, so is its index. */
+const podStatsIndex = new WeakMap<Summary, Map<string, PodStats>>();
+
 function podStatsFunc(summary: Summary): (pod: Pod) => PodStats | undefined {
-  const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
-  return (pod) => byUid.get(pod.metadata.uid ?? '');
+  let byUid = podStatsIndex.get(summary);
+  if (!byUid) {
+    byUid = new Map();
+    for (const p of summary.pods) byUid.set(p.podRef.uid, p);
+    podStatsIndex.set(summary, byUid);
+  }
+  const index = byUid;
+  return (pod) => index.get(pod.metadata.uid ?? '');
 }
 
 /** upstream evictionMessage: the starved resource, the threshold and what is left, and each container over its request. */

@@ -55,16 +55,48 @@ function quantityOf(q: string | number | undefined): Quantity | undefined {
 
 const bytes = (n: bigint): Quantity => Quantity.fromValue(n, 'BinarySI');
 
-/** An emptyDir (any medium) whose measured usage is above a positive sizeLimit. */
-function emptyDirOverLimit(pod: Pod, stats: PodStats): LocalStorageViolation | undefined {
-  const used = new Map<string, bigint>();
-  for (const v of stats.volume ?? []) if (v.usedBytes !== undefined) used.set(v.name, v.usedBytes);
+/**
+ * What a pod spec declares for local storage, parsed once per spec object (specs are replaced,
+ * never edited, when a pod changes): every eviction pass (10 s) over unchanged pods parses nothing.
+ */
+interface StorageLimits {
+  /** emptyDir volumes with a positive sizeLimit. */
+  emptyDirs: { name: string; size: Quantity }[];
+  /** The pod's ephemeral-storage limit, computed on first use (null: none). */
+  pod?: Quantity | null;
+  /** Regular containers' non-zero ephemeral-storage limits by name. */
+  containers: Map<string, Quantity>;
+}
+
+const limitsBySpec = new WeakMap<Pod['spec'], StorageLimits>();
+
+function storageLimits(pod: Pod): StorageLimits {
+  let l = limitsBySpec.get(pod.spec);
+  if (l) return l;
+  l = { emptyDirs: [], containers: new Map() };
   for (const v of pod.spec.volumes ?? []) {
     if (!v.emptyDir) continue;
     const size = quantityOf(v.emptyDir.sizeLimit);
-    const u = used.get(v.name);
-    if (u === undefined || size === undefined || size.sign() !== 1) continue;
-    if (bytes(u).cmp(size) > 0) return { signal: SIGNAL_EMPTY_DIR_FS_LIMIT, message: emptyDirMessage(v.name, size.toString()) };
+    if (size !== undefined && size.sign() === 1) l.emptyDirs.push({ name: v.name, size });
+  }
+  for (const c of pod.spec.containers) {
+    const q = quantityOf(c.resources?.limits?.[EPHEMERAL_STORAGE]);
+    if (q !== undefined && q.valueBig() !== 0n) l.containers.set(c.name, q);
+  }
+  limitsBySpec.set(pod.spec, l);
+  return l;
+}
+
+/** An emptyDir (any medium) whose measured usage is above a positive sizeLimit. */
+function emptyDirOverLimit(pod: Pod, stats: PodStats): LocalStorageViolation | undefined {
+  const { emptyDirs } = storageLimits(pod);
+  if (emptyDirs.length === 0) return undefined;
+  const used = new Map<string, bigint>();
+  for (const v of stats.volume ?? []) if (v.usedBytes !== undefined) used.set(v.name, v.usedBytes);
+  for (const { name, size } of emptyDirs) {
+    const u = used.get(name);
+    if (u === undefined) continue;
+    if (bytes(u).cmp(size) > 0) return { signal: SIGNAL_EMPTY_DIR_FS_LIMIT, message: emptyDirMessage(name, size.toString()) };
   }
   return undefined;
 }
@@ -85,8 +117,10 @@ export function podEphemeralStorageLimit(pod: Pod): Quantity | undefined {
 
 /** The pod's ephemeral-storage figure (0 when unmeasured, as upstream) above the pod's limit. */
 function podOverLimit(pod: Pod, stats: PodStats): LocalStorageViolation | undefined {
-  const limit = podEphemeralStorageLimit(pod);
-  if (limit === undefined) return undefined;
+  const l = storageLimits(pod);
+  if (l.pod === undefined) l.pod = podEphemeralStorageLimit(pod) ?? null;
+  const limit = l.pod;
+  if (limit === null) return undefined;
   const used = bytes(stats['ephemeral-storage']?.usedBytes ?? 0n);
   if (used.cmp(limit) <= 0) return undefined;
   return { signal: SIGNAL_EPHEMERAL_POD_FS_LIMIT, message: podEphemeralStorageMessage(limit.toString()) };
@@ -94,11 +128,7 @@ function podOverLimit(pod: Pod, stats: PodStats): LocalStorageViolation | undefi
 
 /** A regular container whose logs (+ writable layer on a shared filesystem) are above its own non-zero limit. */
 function containerOverLimit(pod: Pod, stats: PodStats, dedicatedImageFs: boolean): LocalStorageViolation | undefined {
-  const limits = new Map<string, Quantity>();
-  for (const c of pod.spec.containers) {
-    const q = quantityOf(c.resources?.limits?.[EPHEMERAL_STORAGE]);
-    if (q !== undefined && q.valueBig() !== 0n) limits.set(c.name, q);
-  }
+  const limits = storageLimits(pod).containers;
   if (limits.size === 0) return undefined;
   for (const cs of stats.containers) {
     const limit = limits.get(cs.name);

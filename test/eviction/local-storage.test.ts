@@ -135,6 +135,20 @@ describe('local storage limits (rules)', () => {
     assert.equal(localStorageViolation(p, stats(p, { containers: { main: { rootfs: 0n, logs: 11n * MI } } }), { dedicatedImageFs: true })?.signal, 'ephemeralcontainerfs.limit');
   });
 
+  it('limits are read once per spec object: the same spec judges alike on every pass, a replaced spec with new limits is judged by them', () => {
+    const p = pod('upd', { containers: [{ name: 'main', limit: '10Mi' }], volumes: [{ name: 'cache', emptyDir: { sizeLimit: '4Mi' } }] });
+    const f = { containers: { main: { rootfs: 6n * MI, logs: 0n } }, volumes: { cache: 3n * MI }, ephemeral: 9n * MI };
+    for (let pass = 0; pass < 2; pass++) assert.equal(localStorageViolation(p, stats(p, f), shared), undefined);
+    // the pod is updated: a new spec object with smaller limits (specs are replaced, never edited)
+    const smaller = pod('upd', { containers: [{ name: 'main', limit: '5Mi' }], volumes: [{ name: 'cache', emptyDir: { sizeLimit: '2Mi' } }] });
+    assert.equal(localStorageViolation(smaller, stats(smaller, f), shared)?.signal, 'emptydirfs.limit');
+    const noEmptyDir = pod('upd', { containers: [{ name: 'main', limit: '5Mi' }] });
+    assert.equal(localStorageViolation(noEmptyDir, stats(noEmptyDir, { ...f, ephemeral: 4n * MI }), shared)?.message, 'Container main exceeded its local ephemeral storage limit "5Mi". ');
+    assert.equal(localStorageViolation(noEmptyDir, stats(noEmptyDir, f), shared)?.signal, 'ephemeralpodfs.limit');
+    // the first spec still judges by its own limits
+    assert.equal(localStorageViolation(p, stats(p, f), shared), undefined);
+  });
+
   it('tries the rules in upstream order: emptyDir, then the pod, then a container', () => {
     const p = pod('all', { containers: [{ name: 'main', limit: '1Mi' }], volumes: [{ name: 'cache', emptyDir: { sizeLimit: '1Mi' } }] });
     const f = { containers: { main: { rootfs: 2n * MI, logs: 0n } }, volumes: { cache: 2n * MI }, ephemeral: 4n * MI };
