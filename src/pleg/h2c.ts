@@ -41,6 +41,8 @@ const COMPRESSION_ERROR = 9;
 /** The protocol's default window and frame size (before SETTINGS say otherwise). */
 const DEFAULT_WINDOW = 65_535;
 const DEFAULT_FRAME = 16_384;
+/** Bytes of one socket read. */
+const READ_BUFFER = 64 * 1024;
 const MAX_WINDOW = 0x7fff_ffff;
 const MAX_STREAM_ID = 0x7fff_ffff;
 /** The most bytes of one header block (HEADERS and its CONTINUATIONs): a CONTINUATION flood ends the connection. */
@@ -97,12 +99,31 @@ export interface H2cUnaryOptions {
   firstStreamId?: number;
 }
 
+/**
+ * A response buffer kept from call to call of one kind (a relist's list answers, each about
+ * 0.6 MB at 1000 pods, once a second): the message is assembled into it instead of into new
+ * memory. Buffers of that size live outside V8's heap, and V8 counts what was allocated there
+ * since its last full collection towards starting the next one: a fresh pair each relist
+ * started a mark-compact of the whole heap every few seconds on an idle node. One call at a
+ * time uses it; a second concurrent call gets memory of its own.
+ */
+export class ResponseScratch {
+  buf: Buffer = Buffer.alloc(0);
+  busy = false;
+
+  /** A buffer of at least `len` bytes, grown to the next power of two. */
+  take(len: number): Buffer {
+    if (this.buf.length < len) this.buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(Math.max(len, 4096))));
+    return this.buf;
+  }
+}
+
 /** One call: queued until the connection may open its stream, then in flight until it ends. */
 interface Call {
   path: string;
   request: Buffer;
   timeout: string;
-  resolve: (b: Buffer) => void;
+  resolve: (v: unknown) => void;
   reject: (s: UnaryStatus) => void;
   timer?: Timer;
   /** The connection holding the call (queued or in flight). */
@@ -112,8 +133,20 @@ interface Call {
   httpStatus: number;
   grpc?: UnaryStatus;
   gotHeaders: boolean;
-  chunks: Buffer[];
+  /** DATA bytes received (the 5-byte message prefix included). */
   received: number;
+  /** Bytes of the message prefix seen (0-5), its compressed flag and declared length. */
+  head: number;
+  compressed: number;
+  declared: number;
+  /** The message, assembled as it arrives (from `scratch` when the call has one), and its bytes so far. */
+  body?: Buffer;
+  filled: number;
+  scratch?: ResponseScratch;
+  /** The scratch buffer this call holds (taken when its message length arrived). */
+  held?: ResponseScratch;
+  /** Decodes the message when it is complete, while the scratch buffer still holds it. */
+  decode?: (msg: Buffer) => unknown;
   /** DATA bytes (padding included) taken since this stream's window was last replenished. */
   unacked: number;
 }
@@ -139,7 +172,11 @@ class H2cConnection {
   readonly #streams = new Map<number, Call>();
   readonly #queue: Call[] = [];
   #nextId: number;
-  #buf: Buffer | undefined;
+  /** The socket reads into this one buffer (no new memory per read). */
+  readonly #readBuf = Buffer.allocUnsafeSlow(READ_BUFFER);
+  /** A frame cut by the end of a read, kept here with the next read appended. */
+  #carry = Buffer.allocUnsafeSlow(READ_BUFFER + 9 + DEFAULT_FRAME);
+  #carryLen = 0;
   #out: Buffer[] = [];
   #flushing = false;
   /** A header block being gathered (HEADERS then CONTINUATION on one stream). */
@@ -164,7 +201,7 @@ class H2cConnection {
     this.#streamWindow = Math.min(MAX_WINDOW, Math.max(1, Math.floor(window)));
     this.#connWindow = Math.max(DEFAULT_WINDOW, this.#streamWindow);
     this.#recvWindow = this.#connWindow;
-    const sock = net.connect(socketPath);
+    const sock = net.connect({ path: socketPath, onread: { buffer: this.#readBuf, callback: (n: number, b: Uint8Array) => this.#onRead(n, b as Buffer) } });
     this.#sock = sock;
     sock.unref();
     sock.setNoDelay(true);
@@ -177,7 +214,6 @@ class H2cConnection {
     this.#out.push(PREFACE, frame(SETTINGS, 0, 0, settings));
     if (this.#connWindow > DEFAULT_WINDOW) this.#out.push(frame(WINDOW_UPDATE, 0, 0, u32(this.#connWindow - DEFAULT_WINDOW)));
     this.#scheduleFlush();
-    sock.on('data', (b: Buffer) => this.#onData(b));
     sock.on('error', (err) => this.#fail({ code: GrpcStatus.UNAVAILABLE, details: err.message }));
     sock.on('close', () => this.#fail({ code: GrpcStatus.UNAVAILABLE, details: 'connection to the runtime closed' }));
   }
@@ -299,10 +335,25 @@ class H2cConnection {
     });
   }
 
-  #onData(chunk: Buffer): void {
-    if (this.dead) return;
-    let b = this.#buf ? Buffer.concat([this.#buf, chunk]) : chunk;
-    this.#buf = undefined;
+  #onRead(n: number, read: Buffer): boolean {
+    if (this.dead || n <= 0) return true;
+    // Frames are parsed from the read buffer itself; a frame cut by the end of the read moves to
+    // the carry buffer, where the next read is appended to it. Payload views are only valid
+    // until the next read: what outlives this turn (a header block awaiting CONTINUATION, a
+    // message) is copied.
+    let b: Buffer;
+    if (this.#carryLen === 0) {
+      b = n === read.length ? read : read.subarray(0, n);
+    } else {
+      if (this.#carry.length < this.#carryLen + n) {
+        const grown = Buffer.allocUnsafeSlow(this.#carryLen + n);
+        this.#carry.copy(grown, 0, 0, this.#carryLen);
+        this.#carry = grown;
+      }
+      read.copy(this.#carry, this.#carryLen, 0, n);
+      b = this.#carry.subarray(0, this.#carryLen + n);
+    }
+    this.#carryLen = 0;
     try {
       let at = 0;
       while (b.length - at >= 9) {
@@ -317,9 +368,13 @@ class H2cConnection {
         const payload = b.subarray(at + 9, at + 9 + len);
         at += 9 + len;
         this.#frame(type, flags, stream, payload);
-        if (this.dead) return;
+        if (this.dead) return true;
       }
-      if (at < b.length) this.#buf = at === 0 ? b : b.subarray(at);
+      if (at < b.length) {
+        // within the carry buffer this moves the tail to its start
+        b.copy(this.#carry, 0, at, b.length);
+        this.#carryLen = b.length - at;
+      }
     } catch (err) {
       if (!(err instanceof H2cProtocolError)) throw err;
       this.#send(frame(GOAWAY, 0, 0, Buffer.concat([u32(Math.max(0, this.#nextId - 2)), u32(err.h2Code)])));
@@ -328,6 +383,7 @@ class H2cConnection {
     }
     this.#replenish();
     this.#pump();
+    return true;
   }
 
   #flushNow(): void {
@@ -368,14 +424,15 @@ class H2cConnection {
           if (h.length < 5) throw new H2cProtocolError('malformed HEADERS', FRAME_SIZE_ERROR);
           h = h.subarray(5);
         }
-        this.#block = { stream, parts: [h], size: h.length, endStream: (flags & END_STREAM) !== 0 };
+        // a block continued in later frames may outlive this read: its parts are copied
+        this.#block = { stream, parts: [flags & END_HEADERS ? h : Buffer.from(h)], size: h.length, endStream: (flags & END_STREAM) !== 0 };
         if (flags & END_HEADERS) this.#endBlock();
         return;
       }
       case CONTINUATION: {
         const blk = this.#block;
         if (!blk) throw new H2cProtocolError('CONTINUATION without HEADERS', PROTOCOL_ERROR);
-        blk.parts.push(p);
+        blk.parts.push(flags & END_HEADERS ? p : Buffer.from(p));
         blk.size += p.length;
         if (blk.size > MAX_HEADER_BLOCK) throw new H2cProtocolError(`header block over ${MAX_HEADER_BLOCK} bytes`, PROTOCOL_ERROR);
         if (flags & END_HEADERS) this.#endBlock();
@@ -493,16 +550,49 @@ class H2cConnection {
     if (c.unacked > this.#streamWindow) throw new H2cProtocolError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
     const max = this.#owner.maxMessageBytes;
     c.received += d.length;
-    if (c.received > max + 5) {
+    if (c.received > max + 5 || (c.head === 5 && c.declared > max)) {
       this.#send(frame(RST_STREAM, 0, stream, u32(CANCEL)));
-      this.#end(c, { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `Received message larger than max (${c.received - 5} vs. ${max})` });
+      this.#end(c, { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `Received message larger than max (${c.head === 5 ? c.declared : c.received - 5} vs. ${max})` });
       return;
     }
-    if (d.length) c.chunks.push(d);
+    if (d.length) this.#take(c, d, max);
+    if (c.done) return;
     if (flags & END_STREAM) this.#complete(c);
     else if (c.unacked >= this.#streamWindow / 2) {
       this.#send(frame(WINDOW_UPDATE, 0, stream, u32(c.unacked)));
       c.unacked = 0;
+    }
+  }
+
+  /**
+   * DATA bytes into the call's message: the 5-byte prefix, then the message into a buffer of
+   * its declared length. The bytes are copied: `d` is a view of the socket's read buffer.
+   */
+  #take(c: Call, d: Buffer, max: number): void {
+    let at = 0;
+    while (c.head < 5 && at < d.length) {
+      const b = d[at++]!;
+      if (c.head === 0) c.compressed = b;
+      else c.declared = c.declared * 256 + b;
+      if (++c.head === 5) {
+        if (c.declared > max) {
+          this.#send(frame(RST_STREAM, 0, c.stream, u32(CANCEL)));
+          this.#end(c, { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `Received message larger than max (${c.declared} vs. ${max})` });
+          return;
+        }
+        const s = c.scratch && !c.scratch.busy ? c.scratch : undefined;
+        if (s) {
+          s.busy = true;
+          c.held = s;
+        }
+        c.body = s ? s.take(c.declared) : Buffer.allocUnsafe(c.declared);
+      }
+    }
+    // bytes past the declared length are counted (the framing check at the end) but not kept
+    const n = Math.min(d.length - at, c.declared - c.filled);
+    if (n > 0) {
+      d.copy(c.body!, c.filled, at, at + n);
+      c.filled += n;
     }
   }
 
@@ -522,12 +612,10 @@ class H2cConnection {
     }
     if (!grpc) return this.#end(c, { code: GrpcStatus.INTERNAL, details: 'Received RST_STREAM or end of stream without a grpc-status' });
     if (grpc.code !== GrpcStatus.OK) return this.#end(c, grpc);
-    const body = c.chunks.length === 1 ? c.chunks[0]! : Buffer.concat(c.chunks, c.received);
-    if (body.length < 5) return this.#end(c, { code: GrpcStatus.INTERNAL, details: 'response without a message' });
-    if (body[0] !== 0) return this.#end(c, { code: GrpcStatus.INTERNAL, details: 'compressed response message (no compression was offered)' });
-    const len = body.readUInt32BE(1);
-    if (len !== body.length - 5) return this.#end(c, { code: GrpcStatus.INTERNAL, details: `response message framing: ${len} bytes declared, ${body.length - 5} received` });
-    this.#end(c, undefined, body.subarray(5));
+    if (c.head < 5) return this.#end(c, { code: GrpcStatus.INTERNAL, details: 'response without a message' });
+    if (c.compressed !== 0) return this.#end(c, { code: GrpcStatus.INTERNAL, details: 'compressed response message (no compression was offered)' });
+    if (c.declared !== c.received - 5) return this.#end(c, { code: GrpcStatus.INTERNAL, details: `response message framing: ${c.declared} bytes declared, ${c.received - 5} received` });
+    this.#end(c, undefined, c.body!.subarray(0, c.declared));
   }
 
   /** A stream is done: its call settled, its slot freed. */
@@ -540,10 +628,21 @@ class H2cConnection {
     if (c.done) return;
     c.done = true;
     c.timer?.cancel();
-    c.chunks = [];
+    let result: unknown = value;
+    if (!failure && c.decode) {
+      try {
+        result = c.decode(value!);
+      } catch (err) {
+        // as grpc-js reports a deserializer that throws
+        failure = { code: GrpcStatus.INTERNAL, details: `Response message parsing error: ${(err as Error).message}` };
+      }
+    }
+    c.body = undefined;
+    if (c.held) c.held.busy = false;
+    c.held = undefined;
     this.#release();
     if (failure) c.reject(failure);
-    else c.resolve(value!);
+    else c.resolve(result);
     this.#maybeRetire();
   }
 
@@ -612,7 +711,15 @@ export class H2cUnary implements UnaryTransport {
   }
 
   call(path: string, request: Buffer, timeoutMs: number): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
+    return this.callDecoded(path, request, timeoutMs, (msg) => msg);
+  }
+
+  /**
+   * A call whose answer is decoded as soon as it is complete; with `scratch`, the message is
+   * assembled in that kept buffer, which `decode` must not hold on to.
+   */
+  callDecoded<T>(path: string, request: Buffer, timeoutMs: number, decode: (msg: Buffer) => T, scratch?: ResponseScratch): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       if (this.#closed) {
         reject({ code: GrpcStatus.UNAVAILABLE, details: 'channel closed' } satisfies UnaryStatus);
         return;
@@ -621,14 +728,19 @@ export class H2cUnary implements UnaryTransport {
         path,
         request,
         timeout: grpcTimeout(timeoutMs),
-        resolve,
+        resolve: resolve as (v: unknown) => void,
         reject,
         stream: 0,
         done: false,
         httpStatus: 0,
         gotHeaders: false,
-        chunks: [],
         received: 0,
+        head: 0,
+        compressed: 0,
+        declared: 0,
+        filled: 0,
+        scratch,
+        decode,
         unacked: 0,
       };
       // the deadline reaches the call through the connection that holds it now

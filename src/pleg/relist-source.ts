@@ -16,7 +16,7 @@ import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandb
 import { decodeContainerList, decodeSandboxList, emptyListStats, newListMemo, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
 import { Http2Unary, type UnaryTransport } from './unary.js';
-import { H2cUnary } from './h2c.js';
+import { H2cUnary, ResponseScratch } from './h2c.js';
 
 export interface RelistSource {
   /**
@@ -95,6 +95,9 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   readonly #timeoutMs: number;
   readonly #runtimeName: string;
   readonly #unary?: UnaryTransport;
+  /** With the h2c transport the two lists travel on it too, each assembled in a buffer kept between relists. */
+  readonly #h2c?: H2cUnary;
+  readonly #scratch = { sandboxes: new ResponseScratch(), containers: new ResponseScratch() };
   /** The last decode of each list: an answer byte for byte the same is not decoded again. */
   readonly listMemos = { sandboxes: newListMemo(), containers: newListMemo() };
 
@@ -109,7 +112,8 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
         maxMessageBytes: opts.maxMessageBytes ?? 256 * 1024 * 1024,
         flowControlWindow: opts.flowControlWindow ?? LEAN_FLOW_CONTROL_WINDOW,
       };
-      this.#unary = transport === 'h2c' ? new H2cUnary(unaryOpts) : new Http2Unary(unaryOpts);
+      if (transport === 'h2c') this.#unary = this.#h2c = new H2cUnary(unaryOpts);
+      else this.#unary = new Http2Unary(unaryOpts);
     }
   }
 
@@ -118,7 +122,16 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
     this.#unary?.close();
   }
 
-  #call(path: string, method: string, decode: (buf: Buffer) => void): Promise<void> {
+  #call(path: string, method: string, decode: (buf: Buffer) => void, scratch: ResponseScratch): Promise<void> {
+    const h2c = this.#h2c;
+    if (h2c) {
+      return h2c.callDecoded(path, EMPTY, this.#timeoutMs, decode, scratch).then(
+        () => undefined,
+        (err: { code: number; details: string }) => {
+          throw toCriError(method, err);
+        },
+      );
+    }
     return new Promise((resolve, reject) => {
       this.#client.makeUnaryRequest<Buffer, true>(
         path,
@@ -182,8 +195,8 @@ export class LeanCriLister implements RelistSource, ContainerEventSource, Contai
   async list(store: RecordStore, gen: number): Promise<ListDecodeStats> {
     const stats = emptyListStats();
     await Promise.all([
-      this.#call(LIST_SANDBOXES, 'ListPodSandbox', (buf) => decodeSandboxList(buf, store, gen, stats, this.listMemos.sandboxes)),
-      this.#call(LIST_CONTAINERS, 'ListContainers', (buf) => decodeContainerList(buf, store, gen, stats, this.listMemos.containers)),
+      this.#call(LIST_SANDBOXES, 'ListPodSandbox', (buf) => decodeSandboxList(buf, store, gen, stats, this.listMemos.sandboxes), this.#scratch.sandboxes),
+      this.#call(LIST_CONTAINERS, 'ListContainers', (buf) => decodeContainerList(buf, store, gen, stats, this.listMemos.containers), this.#scratch.containers),
     ]);
     return stats;
   }

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { H2cUnary } from '../../src/pleg/h2c.js';
+import { H2cUnary, ResponseScratch } from '../../src/pleg/h2c.js';
 import { Http2Unary, type UnaryStatus } from '../../src/pleg/unary.js';
 import { FakeClock } from '../../src/util/clock.js';
 
@@ -68,6 +68,49 @@ test('against a grpc-js server: answers (past the default windows) and errors eq
     } finally {
       lean.close();
       node.close();
+      server.forceShutdown();
+    }
+  });
+});
+
+test('answers assembled in a kept scratch buffer: decoded in place, the buffer reused call after call, a concurrent call gets its own memory, a throwing decoder fails the call', async () => {
+  await tempSocket(async (socketPath) => {
+    const server = new grpc.Server();
+    const id = (b: Buffer): Buffer => b;
+    server.addService(
+      { PodSandboxStatus: { path: PATH, requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } } as grpc.ServiceDefinition,
+      { PodSandboxStatus: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, answerFor(call.request, Number(call.request.toString()) || 0)) },
+    );
+    await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    const lean = new H2cUnary({ runtimeEndpoint: `unix://${socketPath}`, maxMessageBytes: 8 << 20, flowControlWindow: 1 << 20 });
+    const scratch = new ResponseScratch();
+    const copy = (b: Buffer): Buffer => Buffer.from(b);
+    try {
+      const first = await lean.callDecoded(PATH, Buffer.from('300000'), 10_000, copy, scratch);
+      assert.deepEqual(first, answerFor(Buffer.from('300000'), 300_000));
+      const kept = scratch.buf;
+      assert.ok(kept.length >= 300_000);
+      // the next answer lands in the same memory; the decoder saw exactly the message
+      const lens: number[] = [];
+      const second = await lean.callDecoded(PATH, Buffer.from('200000'), 10_000, (b) => { lens.push(b.length); return copy(b); }, scratch);
+      assert.equal(scratch.buf, kept);
+      assert.deepEqual(lens, [200_000]);
+      assert.deepEqual(second, answerFor(Buffer.from('200000'), 200_000));
+      // two calls on one scratch at once: both answers whole and right
+      const [a, b] = await Promise.all([
+        lean.callDecoded(PATH, Buffer.from('150000'), 10_000, copy, scratch),
+        lean.callDecoded(PATH, Buffer.from('150001'), 10_000, copy, scratch),
+      ]);
+      assert.deepEqual(a, answerFor(Buffer.from('150000'), 150_000));
+      assert.deepEqual(b, answerFor(Buffer.from('150001'), 150_001));
+      assert.equal(scratch.busy, false);
+      // a decoder that throws: the call fails as grpc-js reports it, and the scratch is free again
+      const bad = await failure(lean.callDecoded(PATH, Buffer.from('1000'), 10_000, () => { throw new Error('truncated varint at byte 7'); }, scratch));
+      assert.deepEqual(bad, { code: grpc.status.INTERNAL, details: 'Response message parsing error: truncated varint at byte 7' });
+      assert.equal(scratch.busy, false);
+      assert.deepEqual(await lean.callDecoded(PATH, Buffer.from('10'), 10_000, copy, scratch), answerFor(Buffer.from('10'), 10));
+    } finally {
+      lean.close();
       server.forceShutdown();
     }
   });
