@@ -13,6 +13,7 @@
         "native/oom_watcher.cc",
         "native/process_control.cc",
         "native/stat_batch.cc",
+        "native/du_batch.cc",
         "native/oom/watcher.cc",
         "native/oom/proc_scan.cc",
         "native/oom/eventfd_backend.cc",

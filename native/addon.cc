@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include "cgroup_reader.h"
+#include "du_batch.h"
 #include "oom_watcher.h"
 #include "process_control.h"
 #include "stat_batch.h"
@@ -21,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kts::InitOomWatcher(env, exports);
   kts::InitProcessControl(env, exports);
   kts::InitStatBatch(env, exports);
+  kts::InitDuBatch(env, exports);
   return exports;
 }
 

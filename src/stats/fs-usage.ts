@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import { containerLogsDirectory } from '../runtime/container-config.js';
 import type { ContainerStats as CriContainerStats } from '../runtime/cri-types.js';
+import { loadNative, type NativeAddon } from '../native.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { Usage, UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
@@ -22,6 +23,21 @@ export const FS_USAGE_BATCH = 16;
 export const FS_USAGE_CONCURRENCY = 2;
 
 export type MeasureFs = (reqs: UsageRequest[]) => Promise<UsageAnswer[]>;
+
+type DuBatchAddon = NativeAddon & { duBatch?(reqs: UsageRequest[]): Promise<UsageAnswer[]> };
+
+/**
+ * The walks in the native addon (native/du_batch.cc): a batch is one threadpool job with the
+ * worker's answers, and no thread (its own V8 isolate, started again each period after it idles
+ * out) nor a promise per directory entry. Undefined without the addon or on a stale build:
+ * the worker pool measures then.
+ */
+export function nativeMeasureFs(): MeasureFs | undefined {
+  const a = loadNative().addon as DuBatchAddon | undefined;
+  if (typeof a?.duBatch !== 'function') return undefined;
+  const du = a.duBatch.bind(a);
+  return (reqs) => du(reqs);
+}
 
 /** Volume plugins whose data lives on the node's disk for the pod's lifetime (ephemeral-storage). */
 export const EPHEMERAL_VOLUME_PLUGINS: ReadonlySet<string> = new Set([

@@ -10,7 +10,7 @@ import type { StatsBackend } from '../config/kubelet-config.js';
 import type { ContainerStats as CriContainerStats, ImageFsInfoResponse } from '../runtime/cri-types.js';
 import { acquireWorkerPool } from '../prober/runner.js';
 import type { UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
-import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, usageRequests, type MeasureFs } from './fs-usage.js';
+import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, usageRequests, type MeasureFs } from './fs-usage.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
@@ -204,6 +204,8 @@ export class StatsProvider {
 
   #measureFs(): MeasureFs {
     if (this.#opts.measureFs) return this.#opts.measureFs;
+    const native = nativeMeasureFs();
+    if (native) return native;
     return async (reqs: UsageRequest[]) => {
       if (!this.#releasePool) {
         const shared = acquireWorkerPool();

@@ -8,6 +8,8 @@ import { link, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import task, { walk } from '../../workers/fs-usage.js';
+import { nativeMeasureFs } from '../../src/stats/fs-usage.js';
+import { loadNative } from '../../src/native.js';
 
 const KiB = 1024;
 
@@ -54,4 +56,59 @@ test('fs usage task: a volumes dir gives one figure per <plugin>/<name>; errors 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+const nativeDu = nativeMeasureFs();
+
+test('native walks (duBatch) answer as the worker task does: one figure, per <plugin>/<name>, gone and file paths, hard links and symlinks', { skip: !nativeDu && 'native addon not built' }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-fsusage-'));
+  try {
+    const tree = join(dir, 'tree');
+    await mkdir(join(tree, 'a', 'b', 'c'), { recursive: true });
+    await writeFile(join(tree, 'a', 'data'), Buffer.alloc(300 * KiB, 7));
+    await writeFile(join(tree, 'a', 'b', 'c', 'small'), 'x');
+    await writeFile(join(tree, 'empty'), '');
+    await link(join(tree, 'a', 'data'), join(tree, 'hardlink'));
+    await link(join(tree, 'a', 'data'), join(tree, 'a', 'b', 'hardlink2'));
+    await writeFile(join(dir, 'outside'), Buffer.alloc(1024 * KiB, 1));
+    await symlink(join(dir, 'outside'), join(tree, 'to-file'));
+    await symlink(dir, join(tree, 'a', 'to-dir'));
+    const vols = join(dir, 'volumes');
+    await mkdir(join(vols, 'kubernetes.io~empty-dir', 'cache', 'sub'), { recursive: true });
+    await mkdir(join(vols, 'kubernetes.io~configmap', 'cfg'), { recursive: true });
+    await writeFile(join(vols, 'kubernetes.io~empty-dir', 'cache', 'sub', 'blob'), Buffer.alloc(64 * KiB, 3));
+    await writeFile(join(vols, 'kubernetes.io~configmap', 'cfg', 'key'), 'value');
+    // a plain file beside the plugin dirs is not a plugin
+    await writeFile(join(vols, 'stray'), 'x');
+    const reqs = [
+      { path: tree },
+      { path: vols, split: 2 as const },
+      { path: join(dir, 'missing') },
+      { path: join(dir, 'missing'), split: 2 as const },
+      { path: join(tree, 'a', 'data') },
+      { path: join(tree, 'a', 'data', 'below-a-file') },
+      { path: join(tree, 'to-file') },
+    ];
+    const native = await nativeDu!(reqs);
+    assert.deepEqual(native, await task(reqs));
+    // the figures themselves, not only the agreement
+    assert.equal(native[0]!.usage!.inodes, 9);
+    assert.ok(native[0]!.usage!.bytes >= 300 * KiB && native[0]!.usage!.bytes < 1024 * KiB, `bytes ${native[0]!.usage!.bytes}`);
+    assert.deepEqual(Object.keys(native[1]!.children!).sort(), ['kubernetes.io~configmap/cfg', 'kubernetes.io~empty-dir/cache']);
+    assert.equal(native[1]!.children!['kubernetes.io~empty-dir/cache']!.inodes, 3);
+    assert.deepEqual(native[2], {});
+    assert.deepEqual(native[5], {});
+    assert.equal(native[6]!.usage!.inodes, 1);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('native walks refuse bad requests with a TypeError naming the request, never crashing', { skip: !nativeDu && 'native addon not built' }, () => {
+  const du = (loadNative().addon as unknown as { duBatch(r: unknown): Promise<unknown> }).duBatch;
+  assert.throws(() => du('/tmp'), { name: 'TypeError', message: /requests must be an array/ });
+  assert.throws(() => du([{ path: '/tmp' }, { path: 'relative' }]), { name: 'TypeError', message: /requests\[1\]\.path is not an absolute path/ });
+  assert.throws(() => du([{ path: '/tmp\0x' }]), { name: 'TypeError', message: /requests\[0\]\.path contains a NUL byte/ });
+  assert.throws(() => du([{ path: '/tmp', split: 1 }]), { name: 'TypeError', message: /requests\[0\]\.split is not 0 or 2/ });
+  assert.throws(() => du([7]), { name: 'TypeError', message: /requests\[0\] is not an object/ });
 });
