@@ -24,6 +24,9 @@ export const FS_USAGE_CONCURRENCY = 2;
 
 export type MeasureFs = (reqs: UsageRequest[]) => Promise<UsageAnswer[]>;
 
+/** A container's writable layer as the runtime's ContainerStats gives it. */
+export type WritableLayer = Pick<CriContainerStats, 'writable_layer'>;
+
 type DuBatchAddon = NativeAddon & { duBatch?(reqs: UsageRequest[]): Promise<UsageAnswer[]> };
 
 /**
@@ -248,7 +251,7 @@ export interface FsAccountingInputs {
   podLogsDir?: string;
   cache: FsUsageCache;
   /** The runtime's writable-layer figures by container id (CRI ContainerStats), if taken. */
-  writableLayers?: ReadonlyMap<string, CriContainerStats>;
+  writableLayers?: ReadonlyMap<string, WritableLayer>;
   /** The node's root filesystem (logs and disk-backed volumes live there) and the image fs. */
   nodeFs?: FsStats;
   imageFs?: FsStats;

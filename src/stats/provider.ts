@@ -10,7 +10,7 @@ import type { StatsBackend } from '../config/kubelet-config.js';
 import type { ContainerStats as CriContainerStats, ImageFsInfoResponse } from '../runtime/cri-types.js';
 import { acquireWorkerPool } from '../prober/runner.js';
 import type { UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
-import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, usageRequests, type MeasureFs } from './fs-usage.js';
+import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, usageRequests, type MeasureFs, type WritableLayer } from './fs-usage.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
@@ -152,7 +152,7 @@ export class StatsProvider {
   #initialized?: Promise<void>;
   #fsUsage?: FsUsageCache;
   #releasePool?: () => Promise<void>;
-  #writable?: { at: number; byId: Map<string, CriContainerStats>; inflight: boolean };
+  #writable?: { at: number; byId: Map<string, WritableLayer>; inflight: boolean };
   #pool?: { run(task: unknown, opts: { filename: string }): Promise<unknown> };
 
   constructor(opts: StatsProviderOptions) {
@@ -217,13 +217,16 @@ export class StatsProvider {
   }
 
   /** Writable layers from the runtime's ContainerStats, refreshed at most once per period. */
-  #writableLayers(periodMs: number): Map<string, CriContainerStats> | undefined {
+  #writableLayers(periodMs: number): Map<string, WritableLayer> | undefined {
     const w = (this.#writable ??= { at: -Infinity, byId: new Map(), inflight: false });
     if (!w.inflight && this.#clock.now() - w.at >= periodMs) {
       w.inflight = true;
       void this.#host.cri.listContainerStats(null).then(
         (stats) => {
-          w.byId = new Map(stats.filter((s) => s.attributes?.id).map((s) => [s.attributes!.id, s]));
+          // kept for a period: only the layer figure, not each container's labels, cpu and memory
+          const byId = new Map<string, WritableLayer>();
+          for (const s of stats) if (s.attributes?.id) byId.set(s.attributes.id, { writable_layer: s.writable_layer });
+          w.byId = byId;
           w.at = this.#clock.now();
         },
         (err: unknown) => {
