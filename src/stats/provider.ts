@@ -22,10 +22,12 @@ import { NodeStatsReader, fsStatsOf } from './node-stats.js';
 import {
   CpuRateTracker,
   buildCgroupSummary,
+  cgroupCpuRates,
   parseTime,
   type ContainerPlan,
   type FsStats,
   type PodPlan,
+  type PodReference,
   type Summary,
   type SummaryPlan,
   type Time,
@@ -75,14 +77,43 @@ export interface StatsProviderOptions {
 }
 
 export interface StatsSnapshot {
-  time: Date;
+  readonly time: Date;
   /** The backend that produced the pods' figures. */
-  backend: StatsBackendName;
-  summary: Summary;
+  readonly backend: StatsBackendName;
+  /**
+   * The Summary of this snapshot. With the cgroup backends it is built from the batch when
+   * asked for and shared only by the callers of the same event-loop turn: the object tree of
+   * every pod is not kept for the whole interval (long enough to be promoted into V8's old
+   * generation and to cost a mark-compact), only the batch's typed arrays are.
+   */
+  readonly summary: Summary;
   /** The cgroup batch read for it and each row's cgroup path (for consumers needing more fields). */
   cgroups: { paths: string[]; batch: CgroupSampleBatch };
   /** Wall time the snapshot took, ms. */
-  durationMs: number;
+  readonly durationMs: number;
+}
+
+/** A snapshot whose Summary is built on demand (see StatsSnapshot.summary). */
+class CollectedSnapshot implements StatsSnapshot {
+  #summary?: Summary;
+  constructor(
+    readonly time: Date,
+    readonly backend: StatsBackendName,
+    readonly cgroups: StatsSnapshot['cgroups'],
+    readonly durationMs: number,
+    readonly build: () => Summary,
+  ) {}
+
+  get summary(): Summary {
+    let s = this.#summary;
+    if (!s) {
+      s = this.#summary = this.build();
+      setImmediate(() => {
+        this.#summary = undefined;
+      });
+    }
+    return s;
+  }
 }
 
 /** The container id of a `<runtime>://<id>` containerID. */
@@ -118,6 +149,9 @@ export function statsCgroupRef(mounts: CgroupMounts, cgroupPath: string, scope: 
 
 /** One pod's rows of the plan, as #podRows computed them. */
 interface PodRows {
+  /** The collection that last planned the pod (entries not planned in one are dropped). */
+  gen: number;
+  podRef: PodReference;
   spec: Pod['spec'];
   status: Pod['status'];
   name: string | undefined;
@@ -141,8 +175,12 @@ export class StatsProvider {
   #node?: NodeStatsReader;
   readonly #cgroupRates = new CpuRateTracker();
   readonly #criRates = new CpuRateTracker();
-  #refCache = new Map<string, CgroupRef>();
-  #podRowsCache = new Map<string, PodRows>();
+  /** Each planned cgroup's ref, with the collection that last planned it; updated in place. */
+  readonly #refCache = new Map<string, { ref: CgroupRef; gen: number }>();
+  readonly #podRowsCache = new Map<string, PodRows>();
+  #planGen = 0;
+  /** The last plan and the pod rows it was made of: reused while every pod's rows are the same objects. */
+  #lastPlan?: { rows: PodRows[]; podsPath: string; plan: SummaryPlan; refs: CgroupRef[]; paths: string[] };
   #podsStart?: { path: string; time: Time };
   #current?: StatsSnapshot;
   #inflight?: Promise<StatsSnapshot>;
@@ -332,11 +370,15 @@ export class StatsProvider {
     return (await this.snapshot()).summary;
   }
 
-  #ref(cgroupPath: string, scope: StatsCgroupScope, next: Map<string, CgroupRef>, refKey?: string): CgroupRef {
+  #ref(cgroupPath: string, scope: StatsCgroupScope, refKey?: string): CgroupRef {
     const key = refKey ?? `${scope}:${cgroupPath}`;
-    let ref = this.#refCache.get(key) ?? next.get(key);
-    if (!ref) ref = statsCgroupRef(this.#mounts!, cgroupPath, scope);
-    next.set(key, ref);
+    const kept = this.#refCache.get(key);
+    if (kept) {
+      kept.gen = this.#planGen;
+      return kept.ref;
+    }
+    const ref = statsCgroupRef(this.#mounts!, cgroupPath, scope);
+    this.#refCache.set(key, { ref, gen: this.#planGen });
     return ref;
   }
 
@@ -347,7 +389,10 @@ export class StatsProvider {
    */
   #podRows(pod: Pod, uid: string): PodRows {
     const prev = this.#podRowsCache.get(uid);
-    if (prev && prev.spec === pod.spec && prev.status === pod.status && prev.name === pod.metadata.name && prev.namespace === pod.metadata.namespace) return prev;
+    if (prev && prev.spec === pod.spec && prev.status === pod.status && prev.name === pod.metadata.name && prev.namespace === pod.metadata.namespace) {
+      prev.gen = this.#planGen;
+      return prev;
+    }
     const podPath = this.#host.podCgroupName(pod);
     const containers: PodRows['containers'] = [];
     for (const list of [pod.status?.initContainerStatuses, pod.status?.containerStatuses]) {
@@ -358,7 +403,9 @@ export class StatsProvider {
         containers.push({ name: cs.name, id, startTime: parseTime(cs.state.running.startedAt), path, key: `container:${path}` });
       }
     }
-    return {
+    const rows: PodRows = {
+      gen: this.#planGen,
+      podRef: { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? 'default', uid },
       spec: pod.spec,
       status: pod.status,
       name: pod.metadata.name,
@@ -368,20 +415,39 @@ export class StatsProvider {
       startTime: parseTime(pod.status?.startTime),
       containers,
     };
+    this.#podRowsCache.set(uid, rows);
+    return rows;
   }
 
-  /** The cgroup plan of the pods the kubelet knows: pod cgroup + running containers. */
+  /**
+   * The cgroup plan of the pods the kubelet knows: pod cgroup + running containers. While no
+   * pod changed, the last plan is used again: a collection at rest makes no plan objects (they
+   * live as long as a snapshot, long enough to be promoted into the old generation).
+   */
   #plan(withPods: boolean): { plan: SummaryPlan; refs: CgroupRef[]; paths: string[] } {
     const host = this.#host;
+    const gen = ++this.#planGen;
+    const podsPath = `${(host.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
+    const rows: PodRows[] = [];
+    if (withPods) {
+      for (const pod of host.getPods()) {
+        const uid = pod.metadata.uid;
+        if (uid) rows.push(this.#podRows(pod, uid));
+      }
+    }
+    const last = this.#lastPlan;
+    if (last && last.podsPath === podsPath && last.plan.nodeName === host.nodeName && last.rows.length === rows.length && rows.every((r, i) => r === last.rows[i])) {
+      // the same rows: every ref they name is still wanted
+      for (const kept of this.#refCache.values()) kept.gen = gen;
+      return last;
+    }
     const refs: CgroupRef[] = [];
     const paths: string[] = [];
-    const next = new Map<string, CgroupRef>();
     const row = (p: string, scope: StatsCgroupScope, key?: string): number => {
-      refs.push(this.#ref(p, scope, next, key));
+      refs.push(this.#ref(p, scope, key));
       paths.push(p);
       return refs.length - 1;
     };
-    const podsPath = `${(host.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
     const plan: SummaryPlan = {
       nodeName: host.nodeName,
       nodeStartTime: null,
@@ -390,32 +456,22 @@ export class StatsProvider {
       podsStartTime: this.#podsStart?.path === podsPath ? this.#podsStart.time : undefined,
       pods: [],
     };
-    if (withPods) {
-      const nextPods = new Map<string, PodRows>();
-      for (const pod of host.getPods()) {
-        const uid = pod.metadata.uid;
-        if (!uid) continue;
-        const r = this.#podRows(pod, uid);
-        nextPods.set(uid, r);
-        const containers: ContainerPlan[] = [];
-        plan.pods.push({
-          podRef: { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? 'default', uid },
-          startTime: r.startTime,
-          row: row(r.podPath, 'pod', r.podKey),
-          containers,
-        });
-        for (const c of r.containers) containers.push({ name: c.name, id: c.id, startTime: c.startTime, row: row(c.path, 'container', c.key) });
-      }
-      this.#podRowsCache = nextPods;
+    for (const r of rows) {
+      const containers: ContainerPlan[] = [];
+      plan.pods.push({ podRef: r.podRef, startTime: r.startTime, row: row(r.podPath, 'pod', r.podKey), containers });
+      for (const c of r.containers) containers.push({ name: c.name, id: c.id, startTime: c.startTime, row: row(c.path, 'container', c.key) });
     }
+    for (const [uid, r] of this.#podRowsCache) if (r.gen !== gen) this.#podRowsCache.delete(uid);
     // Containers gone from the plan: their kept-open cgroup descriptors go with them.
-    if (this.#reader?.forget) {
-      const dropped: CgroupRef[] = [];
-      for (const [key, ref] of this.#refCache) if (!next.has(key)) dropped.push(ref);
-      if (dropped.length > 0) this.#reader.forget(dropped);
+    const dropped: CgroupRef[] = [];
+    for (const [key, kept] of this.#refCache) {
+      if (kept.gen === gen) continue;
+      this.#refCache.delete(key);
+      dropped.push(kept.ref);
     }
-    this.#refCache = next;
-    return { plan, refs, paths };
+    if (dropped.length > 0) this.#reader?.forget?.(dropped);
+    this.#lastPlan = { rows, podsPath, plan, refs, paths };
+    return this.#lastPlan;
   }
 
   async #collect(): Promise<StatsSnapshot> {
@@ -437,24 +493,36 @@ export class StatsProvider {
       plan.podsStartTime = await this.#podsStartTime(paths[plan.podsRow]!, refs[plan.podsRow]!);
     }
     if (imageFs) node.figures.imageFs = imageFs;
-    const summary = buildCgroupSummary(plan, batch, node.figures, time, this.#cgroupRates);
-    if (criResponses) summary.pods = buildCriPodStats(criResponses, time, this.#criRates, imageFs);
-    this.#account(summary, cri, node.figures.fs, imageFs);
-    return { time, backend, summary, cgroups: { paths, batch }, durationMs: performance.now() - started };
+    // the rates are taken now, once: every Summary built from this snapshot shows the same
+    const rates = cgroupCpuRates(plan, batch, node.figures, time, this.#cgroupRates);
+    const criPods = criResponses ? buildCriPodStats(criResponses, time, this.#criRates, imageFs) : undefined;
+    const account = this.#account(cri);
+    const nodeFs = node.figures.fs;
+    const build = (): Summary => {
+      const summary = buildCgroupSummary(plan, batch, node.figures, time, rates);
+      if (criPods) summary.pods = criPods;
+      account?.(summary, nodeFs, imageFs);
+      return summary;
+    };
+    return new CollectedSnapshot(time, backend, { paths, batch }, performance.now() - started, build);
   }
 
-  /** Volumes, logs, writable layers and ephemeral storage from the accounting cache (refreshed in the background). */
-  #account(summary: Summary, cri: boolean, nodeFs: FsStats | undefined, imageFs: FsStats | undefined): void {
+  /**
+   * Volumes, logs, writable layers and ephemeral storage from the accounting cache (refreshed in
+   * the background): what the snapshot asks to be measured is tracked now, and its Summaries
+   * take the cache's figures when built.
+   */
+  #account(cri: boolean): ((summary: Summary, nodeFs: FsStats | undefined, imageFs: FsStats | undefined) => void) | undefined {
     const periodMs = this.#host.config.volumeStatsAggPeriod;
-    if (periodMs === undefined || !(periodMs > 0)) return;
-    this.#fsUsage ??= new FsUsageCache({ measure: this.#measureFs(), clock: this.#clock, periodMs, log: this.#log });
+    if (periodMs === undefined || !(periodMs > 0)) return undefined;
+    const cache = (this.#fsUsage ??= new FsUsageCache({ measure: this.#measureFs(), clock: this.#clock, periodMs, log: this.#log }));
     const pods = this.#host.getPods();
     const rootDir = this.#host.flags.rootDir;
     const podLogsDir = this.#host.config.podLogsDir;
-    this.#fsUsage.track(usageRequests(pods, rootDir, podLogsDir));
+    cache.track(usageRequests(pods, rootDir, podLogsDir));
     // the CRI backend took the writable layers with the rest of its figures
     const writableLayers = cri ? undefined : this.#writableLayers(periodMs);
-    addFsAccounting(summary, { pods, rootDir, podLogsDir, cache: this.#fsUsage, writableLayers, nodeFs, imageFs });
+    return (summary, nodeFs, imageFs) => addFsAccounting(summary, { pods, rootDir, podLogsDir, cache, writableLayers, nodeFs, imageFs });
   }
 
   /** The kubepods cgroup's creation time (its directory's birth or change time), looked up once. */

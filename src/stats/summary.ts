@@ -198,10 +198,17 @@ export class CpuRateTracker {
   update(key: string, usageNs: bigint, timeMs: number): bigint | undefined {
     this.#seen.add(key);
     const prev = this.#prev.get(key);
-    this.#prev.set(key, { usageNs, timeMs });
-    if (!prev || timeMs <= prev.timeMs || usageNs < prev.usageNs) return undefined;
+    if (!prev) {
+      this.#prev.set(key, { usageNs, timeMs });
+      return undefined;
+    }
+    const { usageNs: prevNs, timeMs: prevMs } = prev;
+    // the entry is updated in place: a round over every container allocates no new entries
+    prev.usageNs = usageNs;
+    prev.timeMs = timeMs;
+    if (timeMs <= prevMs || usageNs < prevNs) return undefined;
     // ns of CPU per ns of wall time, in billionths: delta_ns * 1e9 / (delta_ms * 1e6).
-    return ((usageNs - prev.usageNs) * 1000n) / BigInt(Math.round(timeMs - prev.timeMs));
+    return ((usageNs - prevNs) * 1000n) / BigInt(Math.round(timeMs - prevMs));
   }
 
   /** Whether a key has a previous sample. */
@@ -350,28 +357,65 @@ export interface NodeFigures {
 }
 
 /**
+ * The CPU rates of one snapshot (usageNanoCores), taken once when it is read: a Summary built
+ * from the snapshot again later (each consumer builds its own) gives the same rates.
+ */
+export interface CgroupCpuRates {
+  /** usageNanoCores of each batch row; NaN where there is no rate (first sample, not read). */
+  readonly byRow: Float64Array;
+  /** The node's (root cgroup, or /proc/stat), NaN without one. */
+  readonly node: number;
+}
+
+/** Rows the Summary reports: the kubepods row, every container row, and pod rows (see buildCgroupSummary). */
+export function cgroupCpuRates(plan: SummaryPlan, batch: CgroupSampleBatch, node: NodeFigures, time: Date, rates: CpuRateTracker): CgroupCpuRates {
+  const timeMs = time.getTime();
+  const byRow = new Float64Array(batch.count).fill(NaN);
+  const ok = (row: number): boolean => row >= 0 && row < batch.count && batch.ok(row);
+  const take = (key: string, row: number): void => {
+    if (!ok(row)) return;
+    const usage = cgroupCpuUsageNs(batch, row);
+    if (usage === undefined) return;
+    const r = rates.update(key, usage, timeMs);
+    if (r !== undefined) byRow[row] = Number(r);
+  };
+  take('system/pods', plan.podsRow);
+  const rootUsage = ok(plan.rootRow) ? cgroupCpuUsageNs(batch, plan.rootRow) : undefined;
+  const nodeCpuNs = rootUsage ?? node.cpuUsageNs;
+  const nodeRate = nodeCpuNs === undefined ? undefined : rates.update('node', nodeCpuNs, timeMs);
+  for (const p of plan.pods) {
+    for (const c of p.containers) take(c.id, c.row);
+    take(`pod/${p.podRef.uid}`, p.row);
+  }
+  rates.endRound();
+  return { byRow, node: nodeRate === undefined ? NaN : Number(nodeRate) };
+}
+
+/**
  * The Summary of one snapshot: node from the root cgroup (falling back to /proc figures),
  * pods from their pod cgroups, containers from theirs. Cgroups reported missing (the
- * container exited meanwhile) are left out.
+ * container exited meanwhile) are left out. `rates` is the snapshot's (cgroupCpuRates), or a
+ * tracker the rates are taken from now.
  */
 export function buildCgroupSummary(
   plan: SummaryPlan,
   batch: CgroupSampleBatch,
   node: NodeFigures,
   time: Date,
-  rates: CpuRateTracker,
+  rates: CpuRateTracker | CgroupCpuRates,
 ): Summary {
-  const timeMs = time.getTime();
+  const r = rates instanceof CpuRateTracker ? cgroupCpuRates(plan, batch, node, time, rates) : rates;
   const ok = (row: number): boolean => row >= 0 && row < batch.count && batch.ok(row);
-  const cpuOf = (key: string, row: number): CPUStats | undefined => {
+  const rate = (x: number): bigint | undefined => (Number.isNaN(x) ? undefined : BigInt(x));
+  const cpuOf = (row: number): CPUStats | undefined => {
     const usage = cgroupCpuUsageNs(batch, row);
-    return cpuStats(time, usage, usage === undefined ? undefined : rates.update(key, usage, timeMs));
+    return cpuStats(time, usage, usage === undefined ? undefined : rate(r.byRow[row]!));
   };
 
   const nodeStats: NodeStats = { nodeName: plan.nodeName, startTime: plan.nodeStartTime };
   if (ok(plan.podsRow)) {
     const pods: ContainerStats = { name: SYSTEM_CONTAINER_PODS, startTime: plan.podsStartTime ?? null };
-    const cpu = cpuOf('system/pods', plan.podsRow);
+    const cpu = cpuOf(plan.podsRow);
     if (cpu) pods.cpu = cpu;
     const memory = memoryStats(time, cgroupMemoryFigures(batch, plan.podsRow));
     if (memory) pods.memory = memory;
@@ -381,7 +425,7 @@ export function buildCgroupSummary(
   const rootOk = ok(plan.rootRow);
   const rootUsage = rootOk ? cgroupCpuUsageNs(batch, plan.rootRow) : undefined;
   const nodeCpuNs = rootUsage ?? node.cpuUsageNs;
-  const nodeCpu = cpuStats(time, nodeCpuNs, nodeCpuNs === undefined ? undefined : rates.update('node', nodeCpuNs, timeMs));
+  const nodeCpu = cpuStats(time, nodeCpuNs, nodeCpuNs === undefined ? undefined : rate(r.node));
   if (nodeCpu) nodeStats.cpu = nodeCpu;
 
   // The node's limit is its memory; v2 has no memory.current at the root, so /proc/meminfo stands in.
@@ -399,10 +443,10 @@ export function buildCgroupSummary(
   if (node.fs) nodeStats.fs = node.fs;
   if (node.imageFs) nodeStats.runtime = { imageFs: node.imageFs };
   if (node.rlimit) {
-    const r: RlimitStats = { time };
-    if (node.rlimit.maxpid !== undefined) r.maxpid = node.rlimit.maxpid;
-    if (node.rlimit.curproc !== undefined) r.curproc = node.rlimit.curproc;
-    nodeStats.rlimit = r;
+    const rl: RlimitStats = { time };
+    if (node.rlimit.maxpid !== undefined) rl.maxpid = node.rlimit.maxpid;
+    if (node.rlimit.curproc !== undefined) rl.curproc = node.rlimit.curproc;
+    nodeStats.rlimit = rl;
   }
 
   const pods: PodStats[] = [];
@@ -411,7 +455,7 @@ export function buildCgroupSummary(
     for (const c of p.containers) {
       if (!ok(c.row)) continue;
       const cs: ContainerStats = { name: c.name, startTime: c.startTime };
-      const cpu = cpuOf(c.id, c.row);
+      const cpu = cpuOf(c.row);
       if (cpu) cs.cpu = cpu;
       const memory = memoryStats(time, cgroupMemoryFigures(batch, c.row));
       if (memory) cs.memory = memory;
@@ -421,7 +465,7 @@ export function buildCgroupSummary(
     if (!podOk && containers.length === 0) continue;
     const ps: PodStats = { podRef: p.podRef, startTime: p.startTime, containers };
     if (podOk) {
-      const cpu = cpuOf(`pod/${p.podRef.uid}`, p.row);
+      const cpu = cpuOf(p.row);
       if (cpu) ps.cpu = cpu;
       const memory = memoryStats(time, cgroupMemoryFigures(batch, p.row));
       if (memory) ps.memory = memory;
@@ -430,6 +474,5 @@ export function buildCgroupSummary(
     }
     pods.push(ps);
   }
-  rates.endRound();
   return { node: nodeStats, pods };
 }

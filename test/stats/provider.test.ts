@@ -251,6 +251,27 @@ describe('StatsProvider', () => {
     assert.notEqual(c, a);
   });
 
+  it('builds the Summary when asked: one tree per event-loop turn, the same figures and rates from one read', async () => {
+    const p = provider();
+    await p.refresh();
+    const podPath = host.podPaths.get(host.pods[0]!.metadata.uid!)!;
+    writeV2Cgroup(tree.mounts, podPath, 2_000_000n + 5_000_000n, 300n << 20n); // +5 CPU-seconds in 10 s
+    host.clock.step(INTERVAL);
+    try {
+      const snap = await p.snapshot();
+      const a = snap.summary;
+      assert.equal(snap.summary, a, 'callers of one turn share the tree');
+      assert.equal(a.pods[0]!.cpu?.usageNanoCores, 500_000_000n);
+      await new Promise((r) => setImmediate(r));
+      const b = snap.summary;
+      assert.notEqual(b, a, 'a later turn builds its own tree: none is kept for the interval');
+      assert.equal(reader.reads, 2, 'from the same read');
+      assert.deepEqual(b, a, 'with the same figures, and the rate taken once at the read');
+    } finally {
+      writeV2Cgroup(tree.mounts, podPath, 2_000_000n, 300n << 20n);
+    }
+  });
+
   it('lets concurrent callers share the read in flight', async () => {
     let release!: () => void;
     reader.gate = new Promise((r) => { release = r; });
