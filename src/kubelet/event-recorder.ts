@@ -1,5 +1,6 @@
 // Kubernetes-style events (upstream: record.EventRecorder). Every event is logged as upstream's
-// "Event occurred" line and the latest are kept; with an API server they are also handed to
+// "Event occurred" line at verbosity 3 (upstream's kubelet logs its events at V(3): at rest a
+// pod sync can record one per pod, e.g. MissingClusterDNS) and the latest are kept; with an API server they are also handed to
 // the event sink (correlated, rate limited and sent in the background, never blocking).
 
 import type { Logger } from '../util/log.js';
@@ -38,7 +39,7 @@ export class EventRecorder {
     const e = { object, type, reason, message, time: this.now() };
     this.events.push(e);
     if (this.events.length > KEEP) this.events.shift();
-    this.log.info('Event occurred', { object, type, reason, message });
+    this.log.v(3).info('Event occurred', { object, type, reason, message });
     const d = this.destination;
     if (!d) return;
     const ref = d.ref(object);

@@ -460,7 +460,7 @@ export class Kubelet {
       statusManager: this.statusManager,
       runtime: this.runtime,
       oom: this.oom,
-      caches: [this.syncer.reasonCache],
+      caches: [this.syncer.reasonCache, this.syncer.podDirsMade],
       volumes: this.volumes,
       ready: () => Boolean(this.podConfig?.seenAllSources()) && this.runtimeError === undefined,
       podLogsDir: this.config.podLogsDir,

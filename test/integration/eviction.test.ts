@@ -74,7 +74,7 @@ describe('eviction on containerd under memory pressure', () => {
       'authentication: {webhook: {enabled: false}}',
       'authorization: {mode: AlwaysAllow}',
     ].join('\n') + '\n');
-    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
+    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config, '-v', '3'] });
   });
 
   after(async () => {

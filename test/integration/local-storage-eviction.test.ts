@@ -50,7 +50,7 @@ describe('local storage eviction on containerd', () => {
     dir = await mkdtemp(join(tmpdir(), 'kts-lsevict-'));
     const config = join(dir, 'config.yaml');
     await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nvolumeStatsAggPeriod: 2s\nauthentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n');
-    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
+    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config, '-v', '3'] });
   });
 
   after(async () => {

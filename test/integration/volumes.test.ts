@@ -32,7 +32,7 @@ describe('volumes, hosts, DNS and termination messages on containerd', () => {
     scratch = await mkdtemp(join(tmpdir(), 'kts-vol-it-'));
     const config = join(scratch, 'kubelet.yaml');
     await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\nauthentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n');
-    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config] });
+    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['--config', config, '-v', '3'] });
   });
 
   after(async () => {

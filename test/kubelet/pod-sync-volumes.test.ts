@@ -103,6 +103,22 @@ describe('pod sync with volumes', () => {
     await assert.rejects(stat(join(root, 'pods', 'u3')));
   });
 
+  it('makes a pod\'s data dirs once; a pod removed and added again (a static pod keeps its uid) gets them again', async () => {
+    const { syncer } = setup();
+    const p = pod('u5', []);
+    const dirs = join(root, 'pods', 'u5');
+    await syncer.syncPod(p, emptyStatus('u5', 'p-u5'));
+    assert.ok((await stat(join(dirs, 'containers'))).isDirectory());
+    assert.ok((await stat(join(dirs, 'volumes'))).isDirectory());
+    assert.ok(syncer.podDirsMade.has('u5'));
+    await syncer.syncTerminatedPod(p, emptyStatus('u5', 'p-u5'), true);
+    await assert.rejects(stat(dirs));
+    assert.equal(syncer.podDirsMade.has('u5'), false, 'removed with the pod dir');
+    await syncer.syncPod(p, emptyStatus('u5', 'p-u5'));
+    assert.ok((await stat(join(dirs, 'containers'))).isDirectory(), 'made again for the re-added pod');
+    assert.ok((await stat(join(dirs, 'volumes'))).isDirectory());
+  });
+
   it('a terminated pod still wanted (evicted, finished) loses its volumes, emptyDir data included, and keeps its directory', async () => {
     const { syncer, mounter } = setup();
     const p = pod('u4', [{ name: 'scratch', emptyDir: {} }, { name: 'shm', emptyDir: { medium: 'Memory' } }]);
