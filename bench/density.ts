@@ -16,7 +16,7 @@
 //   double), at 1000 and 5000 pods: pod-start throughput (all files dropped at once, until the
 //   simulator holds every sandbox and container), then kubelet-ts's steady CPU and RSS.
 // Prints tables; writes bench/results/density.json.
-//   node dist/bench/density.js [--pods=100] [--sim-sizes=1000,5000] [--rest-s=20] [--no-real]
+//   node dist/bench/density.js [--pods=100] [--sim-sizes=1000,5000] [--rest-s=20] [--sim-settle-s=60] [--sim-rest-s=60] [--no-real]
 //        [--no-sim] [--out=FILE] [--no-write]
 
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -48,6 +48,14 @@ interface Args {
   pods: number;
   simSizes: number[];
   restS: number;
+  /**
+   * Simulated cases: the wait after the last pod started, then the window measured. Steady means
+   * past the burst's aftermath (V8's optimizing compiles of the code the burst made hot, the
+   * memory reducer's collections once allocation drops) and over a whole minute, so every
+   * once-a-minute task (each pod's resync, container GC, volume and log accounting) falls in it once.
+   */
+  simSettleS: number;
+  simRestS: number;
   real: boolean;
   sim: boolean;
   out: string;
@@ -59,6 +67,8 @@ function parseArgs(argv: string[]): Args {
     pods: 100,
     simSizes: [1000, 5000],
     restS: 20,
+    simSettleS: 60,
+    simRestS: 60,
     real: true,
     sim: true,
     out: path.join(process.cwd(), 'bench', 'results', 'density.json'),
@@ -69,11 +79,13 @@ function parseArgs(argv: string[]): Args {
     if (k === '--pods') a.pods = Number(v);
     else if (k === '--sim-sizes') a.simSizes = v ? v.split(',').map(Number) : [];
     else if (k === '--rest-s') a.restS = Number(v);
+    else if (k === '--sim-settle-s') a.simSettleS = Number(v);
+    else if (k === '--sim-rest-s') a.simRestS = Number(v);
     else if (k === '--no-real') a.real = false;
     else if (k === '--no-sim') a.sim = false;
     else if (k === '--out') a.out = v;
     else if (k === '--no-write') a.write = false;
-    else throw new Error(`unknown argument ${arg} (--pods=100 --sim-sizes=1000,5000 --rest-s=20 --no-real --no-sim --out=FILE --no-write)`);
+    else throw new Error(`unknown argument ${arg} (--pods=100 --sim-sizes=1000,5000 --rest-s=20 --sim-settle-s=60 --sim-rest-s=60 --no-real --no-sim --out=FILE --no-write)`);
   }
   return a;
 }
@@ -444,7 +456,7 @@ interface SimResult {
   externalMb: number;
 }
 
-async function simDensity(n: number, restS: number, log: (l: string) => void): Promise<SimResult> {
+async function simDensity(n: number, settleS: number, restS: number, log: (l: string) => void): Promise<SimResult> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'kts-density-sim-'));
   const cgroupRoot = `/${path.basename(tmp)}`;
   const manifests = path.join(tmp, 'manifests');
@@ -507,9 +519,9 @@ async function simDensity(n: number, restS: number, log: (l: string) => void): P
     }
     const startS = (performance.now() - t0) / 1000;
     const startCpuS = cpuSeconds(pid) - c0;
-    log(`#   sim ${n} pods: all started after ${startS.toFixed(1)} s (${(n / startS).toFixed(0)} pods/s, cpu ${startCpuS.toFixed(1)} s); settling, then ${restS} s at rest...`);
-    // Settle: status updates and first stats housekeeping after the burst.
-    await sleep(15_000);
+    log(`#   sim ${n} pods: all started after ${startS.toFixed(1)} s (${(n / startS).toFixed(0)} pods/s, cpu ${startCpuS.toFixed(1)} s); settling ${settleS} s, then ${restS} s at rest...`);
+    // Settle: status updates, first stats housekeeping, and the burst's compiles and collections.
+    await sleep(settleS * 1000);
     const rest = await atRest(pid, restS);
     // Where the RSS goes: the V8 heap (used / reserved) and memory outside it, from /metrics.
     const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
@@ -558,7 +570,7 @@ async function main(): Promise<number> {
     } else {
       log('# simulated runtime (a test double: in-memory containers, nothing runs); kubelet-ts is its own process');
       for (const n of args.simSizes) {
-        const s = await simDensity(n, args.restS, log);
+        const s = await simDensity(n, args.simSettleS, args.simRestS, log);
         sims.push(s);
         const k = `sim-${n}pods`;
         results.push(
@@ -625,7 +637,7 @@ async function main(): Promise<number> {
     notes: [
       'containerd-*: real containerd; host-network pods, one pause container each (exits on SIGTERM). floor = a direct CRI driver making the calls kubelet-ts makes for each pod (pod cgroup, RunPodSandbox, CreateContainer, StartContainer; StopContainer, StopPodSandbox, RemoveContainer, RemovePodSandbox, cgroup removal), every pod at once as kubelet-ts\'s per-pod workers do. Runs: floor, kubelet-ts, floor; the floor figure is the mean of its two runs.',
       'kubelet-ts all Running = static pod files renamed into its manifest dir at once -> /pods (read-only port, polled every 100 ms) shows every pod Running with its container running. all deleted = files removed -> the runtime holds none of their sandboxes.',
-      'sim-*: kubelet-ts (the CLI, its own process) against the SIMULATED CRI runtime (kubelet-ts sim-runtime, a test double: in-memory containers, nothing runs); pod cgroups are real, under a private cgroupRoot. all started = the simulator holds every sandbox and container. steady = after 15 s settling, CPU (utime + stime from /proc) and median RSS over the rest window.',
+      `sim-*: kubelet-ts (the CLI, its own process) against the SIMULATED CRI runtime (kubelet-ts sim-runtime, a test double: in-memory containers, nothing runs); pod cgroups are real, under a private cgroupRoot. all started = the simulator holds every sandbox and container. steady = after ${args.simSettleS} s settling (past the burst\'s optimizing compiles and memory-reducer collections), CPU (utime + stime from /proc) and median RSS over the ${args.simRestS} s rest window (a whole minute holds each once-a-minute task once).`,
       'The machine is shared (2 cores, other work running): ratios measured side by side in one run are what count.',
     ],
     results,
