@@ -56,7 +56,7 @@ describe('probes on a real runtime', () => {
       { name: 'quick', image: img, command: ['sh', '-c', LOOP], readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 } },
       { name: 'slow', image: img, command: ['sh', '-c', LOOP], readinessProbe: { exec: { command: ['sleep', '5'] }, periodSeconds: 2, timeoutSeconds: 1 } },
     ]));
-    kubelet = await startKubelet({ endpoint: rt.endpoint, manifestDir });
+    kubelet = await startKubelet({ endpoint: rt.endpoint, manifestDir, extraArgs: ['-v', '3'] }); // probe events are logged at -v 3
   });
 
   after(async () => {
@@ -126,7 +126,7 @@ describe('probes on a real runtime', () => {
     assert.doesNotMatch(kubelet.logs(), /Second signal/);
     assert.ok((await cri.listPodSandbox({ label_selector: { test: 'probes' } })).length >= 4, 'pods keep running');
     // A kubelet-ts on the same root and manifests cleans the pods up afterwards.
-    kubelet = await startKubelet({ endpoint: rt.endpoint, manifestDir, rootDir });
+    kubelet = await startKubelet({ endpoint: rt.endpoint, manifestDir, rootDir, extraArgs: ['-v', '3'] });
     restartedRoot = rootDir;
   });
 });
