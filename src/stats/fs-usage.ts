@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import { containerLogsDirectory } from '../runtime/container-config.js';
 import type { ContainerStats as CriContainerStats } from '../runtime/cri-types.js';
+import type { WritableLayerFigures } from './writable-layers.js';
 import { loadNative, type NativeAddon } from '../native.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -24,8 +25,19 @@ export const FS_USAGE_CONCURRENCY = 2;
 
 export type MeasureFs = (reqs: UsageRequest[]) => Promise<UsageAnswer[]>;
 
-/** A container's writable layer as the runtime's ContainerStats gives it. */
-export type WritableLayer = Pick<CriContainerStats, 'writable_layer'>;
+/** A container's writable layer as the runtime's ContainerStats gives it: the figures only. */
+export type WritableLayer = WritableLayerFigures;
+
+/** The figures of a decoded ContainerStats' writable layer (what listWritableLayers gives). */
+export function writableLayerOf(s: Pick<CriContainerStats, 'writable_layer'>): WritableLayer | undefined {
+  const w = s.writable_layer;
+  if (!w?.used_bytes) return undefined;
+  const out: WritableLayer = { usedBytes: Number(w.used_bytes.value) };
+  if (w.inodes_used) out.inodesUsed = Number(w.inodes_used.value);
+  const ms = w.timestamp ? Number(BigInt(w.timestamp) / 1_000_000n) : 0;
+  if (ms > 0) out.timeMs = ms;
+  return out;
+}
 
 type DuBatchAddon = NativeAddon & { duBatch?(reqs: UsageRequest[]): Promise<UsageAnswer[]> };
 
@@ -288,10 +300,10 @@ function addPod(ps: PodStats, pod: Pod, inp: FsAccountingInputs): void {
     (pod.status?.initContainerStatuses?.find((s) => s.name === name) ?? pod.status?.containerStatuses?.find((s) => s.name === name))?.containerID;
   for (const cs of ps.containers) {
     const id = !cs.rootfs && inp.writableLayers ? containerIdOf(byName(cs.name)) : undefined;
-    const w = id ? inp.writableLayers?.get(id)?.writable_layer : undefined;
-    if (!cs.rootfs && w?.used_bytes) {
-      const t = w.timestamp ? new Date(Number(BigInt(w.timestamp) / 1_000_000n)) : new Date();
-      cs.rootfs = withFs(inp.imageFs, t, BigInt(w.used_bytes.value), w.inodes_used ? BigInt(w.inodes_used.value) : undefined);
+    const w = id ? inp.writableLayers?.get(id) : undefined;
+    if (!cs.rootfs && w) {
+      const t = w.timeMs !== undefined ? new Date(w.timeMs) : new Date();
+      cs.rootfs = withFs(inp.imageFs, t, BigInt(w.usedBytes), w.inodesUsed !== undefined ? BigInt(w.inodesUsed) : undefined);
     }
     add(cs.rootfs);
     const dir = logsDirOf(pod, cs.name, inp.podLogsDir, inp.rootDir);

@@ -10,7 +10,7 @@ import type { StatsBackend } from '../config/kubelet-config.js';
 import type { ContainerStats as CriContainerStats, ImageFsInfoResponse } from '../runtime/cri-types.js';
 import { acquireWorkerPool } from '../prober/runner.js';
 import type { UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
-import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, usageRequests, type MeasureFs, type WritableLayer } from './fs-usage.js';
+import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, usageRequests, writableLayerOf, type MeasureFs, type WritableLayer } from './fs-usage.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
@@ -19,6 +19,7 @@ import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../cgroup
 import type { CgroupReader, CgroupRef, CgroupSampleBatch, CgroupV1Ref } from './cgroup-sample.js';
 import { buildCriPodStats, fetchCriStats, type CriStatsSource } from './cri-backend.js';
 import { NodeStatsReader, fsStatsOf } from './node-stats.js';
+import { WritableLayerReader } from './writable-layers.js';
 import {
   CpuRateTracker,
   buildCgroupSummary,
@@ -51,7 +52,16 @@ export interface StatsHost {
     readonly podLogsDir?: string;
   };
   readonly flags: { readonly rootDir: string };
-  readonly cri: CriStatsSource & { imageFsInfo(): Promise<ImageFsInfoResponse> };
+  readonly cri: CriStatsSource & {
+    imageFsInfo(): Promise<ImageFsInfoResponse>;
+    /**
+     * The runtime's endpoint and call settings (a CriClient has them): the writable layers are then
+     * read lean (writable-layers.ts); without them, from the full ListContainerStats answer.
+     */
+    readonly runtimeEndpoint?: string;
+    readonly timeoutMs?: number;
+    readonly maxMessageBytes?: number;
+  };
   readonly clock?: Clock;
   getPods(): Pod[];
   /** `/kubepods[/burstable|/besteffort]/pod<uid>`; a container's cgroup is `<that>/<id>`. */
@@ -191,6 +201,7 @@ export class StatsProvider {
   #fsUsage?: FsUsageCache;
   #releasePool?: () => Promise<void>;
   #writable?: { at: number; byId: Map<string, WritableLayer>; inflight: boolean };
+  #layerReader?: WritableLayerReader;
   #pool?: { run(task: unknown, opts: { filename: string }): Promise<unknown> };
 
   constructor(opts: StatsProviderOptions) {
@@ -230,6 +241,8 @@ export class StatsProvider {
     this.#running = false;
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#layerReader?.close();
+    this.#layerReader = undefined;
     const release = this.#releasePool;
     this.#releasePool = undefined;
     void release?.().catch((err: unknown) => this.#log.warn('Releasing the worker pool failed', { err: (err as Error).message }));
@@ -259,11 +272,23 @@ export class StatsProvider {
     const w = (this.#writable ??= { at: -Infinity, byId: new Map(), inflight: false });
     if (!w.inflight && this.#clock.now() - w.at >= periodMs) {
       w.inflight = true;
-      void this.#host.cri.listContainerStats(null).then(
-        (stats) => {
-          // kept for a period: only the layer figure, not each container's labels, cpu and memory
-          const byId = new Map<string, WritableLayer>();
-          for (const s of stats) if (s.attributes?.id) byId.set(s.attributes.id, { writable_layer: s.writable_layer });
+      const cri = this.#host.cri;
+      if (!this.#layerReader && cri.runtimeEndpoint && cri.timeoutMs && cri.maxMessageBytes) {
+        this.#layerReader = new WritableLayerReader({ runtimeEndpoint: cri.runtimeEndpoint, timeoutMs: cri.timeoutMs, maxMessageBytes: cri.maxMessageBytes, clock: this.#clock });
+      }
+      const read = this.#layerReader
+        ? this.#layerReader.read()
+        : cri.listContainerStats(null).then((stats) => {
+            // kept for a period: only the layer figures, not each container's labels, cpu and memory
+            const byId = new Map<string, WritableLayer>();
+            for (const s of stats) {
+              const layer = s.attributes?.id ? writableLayerOf(s) : undefined;
+              if (layer) byId.set(s.attributes!.id, layer);
+            }
+            return byId;
+          });
+      void read.then(
+        (byId) => {
           w.byId = byId;
           w.at = this.#clock.now();
         },

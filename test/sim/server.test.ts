@@ -6,6 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient, CriError } from '../../src/runtime/cri-client.js';
+import { WritableLayerReader, decodeWritableLayers } from '../../src/stats/writable-layers.js';
+import { WireFormatError } from '../../src/pleg/wire.js';
+import { writableLayerOf } from '../../src/stats/fs-usage.js';
 import { SIM_RUNTIME_NAME, SimRuntime } from '../../src/sim/sim-runtime.js';
 import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
 import { parseSimRuntimeFlags, SimRuntimeFlagError, startSimRuntime } from '../../src/sim/cli.js';
@@ -351,3 +354,35 @@ async function waitUntil(fn: () => Promise<boolean>): Promise<void> {
   }
   assert.fail('condition not reached');
 }
+
+test('the writable layers read lean (wire decode over h2c) match the full ListContainerStats answer', async () => {
+  await withServer(async (_s, cri) => {
+    const full = await cri.listContainerStats(null);
+    const reader = new WritableLayerReader({ runtimeEndpoint: cri.runtimeEndpoint, timeoutMs: cri.timeoutMs, maxMessageBytes: cri.maxMessageBytes });
+    const lean = await reader.read();
+    assert.equal(full.length, 30);
+    assert.equal(lean.size, full.length);
+    for (const s of full) {
+      const w = s.writable_layer!;
+      const got = lean.get(s.attributes!.id)!;
+      // the simulator stamps each answer with its own time
+      assert.ok(Math.abs(got.timeMs! - Number(BigInt(w.timestamp) / 1_000_000n)) < 60_000, 'timestamp as ms');
+      assert.deepEqual({ ...got, timeMs: 0 }, { usedBytes: Number(w.used_bytes!.value), inodesUsed: Number(w.inodes_used!.value), timeMs: 0 });
+      assert.deepEqual({ ...got, timeMs: 0 }, { ...writableLayerOf(s), timeMs: 0 }, 'the same figures as the full answer gives the provider');
+    }
+    reader.close();
+    await assert.rejects(reader.read(), (err: unknown) => err instanceof CriError && /ListContainerStats/.test(String(err)));
+  });
+});
+
+test('the lean writable-layer decoder refuses a malformed answer by name and skips fields it does not know', () => {
+  // stats { attributes { id "c1" } writable_layer { timestamp 2e15 ns, used_bytes { 4096 }, fs_id { "/x" } } } + unknown field 9
+  const msg = Buffer.from([
+    0x0a, 0x1c,
+    0x0a, 0x04, 0x0a, 0x02, 0x63, 0x31,
+    0x22, 0x14, 0x08, 0x80, 0x80, 0xb4, 0xcc, 0xd4, 0xdf, 0xc6, 0x03, 0x12, 0x04, 0x0a, 0x02, 0x2f, 0x78, 0x1a, 0x03, 0x08, 0x80, 0x20,
+    0x48, 0x01,
+  ]);
+  assert.deepEqual([...decodeWritableLayers(msg)], [['c1', { usedBytes: 4096, timeMs: 2_000_000_000 }]]);
+  assert.throws(() => decodeWritableLayers(msg.subarray(0, 10)), (err: unknown) => err instanceof WireFormatError && /past the end/.test((err as Error).message));
+});

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { Pod } from '../../src/api/types.js';
 import { FakeClock } from '../../src/util/clock.js';
 import type { Logger } from '../../src/util/log.js';
-import { FsUsageCache, addFsAccounting, podVolumesDir, usageRequests, type MeasureFs } from '../../src/stats/fs-usage.js';
+import { FsUsageCache, addFsAccounting, podVolumesDir, usageRequests, type MeasureFs, writableLayerOf } from '../../src/stats/fs-usage.js';
 import type { Summary } from '../../src/stats/summary.js';
 import type { UsageAnswer, UsageRequest } from '../../workers/fs-usage.js';
 
@@ -81,7 +81,7 @@ test('fs accounting: rootfs from the writable layer, logs, volumes and ephemeral
     pods: [{ podRef: { name: 'web', namespace: 'ns', uid: 'u1' }, startTime: null, containers: [{ name: 'app', startTime: null }] }],
   };
   const layer = { attributes: { id: 'c1', metadata: null, labels: {}, annotations: {} }, cpu: null, memory: null, writable_layer: { timestamp: '1767225600000000000', fs_id: null, used_bytes: { value: '20480' }, inodes_used: { value: '5' } } };
-  addFsAccounting(summary, { pods: [pod], rootDir: root, podLogsDir: '/var/log/pods', cache, writableLayers: new Map([['c1', layer as never]]), nodeFs, imageFs });
+  addFsAccounting(summary, { pods: [pod], rootDir: root, podLogsDir: '/var/log/pods', cache, writableLayers: new Map([['c1', writableLayerOf(layer as never)!]]), nodeFs, imageFs });
   const ps = summary.pods[0]!;
   const c = ps.containers[0]!;
   assert.equal(c.rootfs?.usedBytes, 20480n);
