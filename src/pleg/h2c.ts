@@ -550,7 +550,8 @@ class H2cConnection {
     if (c.unacked > this.#streamWindow) throw new H2cProtocolError(`the runtime sent past stream ${stream}'s window`, FLOW_CONTROL_ERROR);
     const max = this.#owner.maxMessageBytes;
     c.received += d.length;
-    if (c.received > max + 5 || (c.head === 5 && c.declared > max)) {
+    // (a declared length over the limit already ended the call in #take)
+    if (c.received > max + 5) {
       this.#send(frame(RST_STREAM, 0, stream, u32(CANCEL)));
       this.#end(c, { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `Received message larger than max (${c.head === 5 ? c.declared : c.received - 5} vs. ${max})` });
       return;
