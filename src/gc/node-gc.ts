@@ -9,6 +9,7 @@ import { KUBERNETES_CONTAINER_NAME_LABEL, KUBERNETES_POD_NAME_LABEL, KUBERNETES_
 import { IMAGE_GC_PERIOD_MS } from '../images/image-gc.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import type { LeanGCLister } from './lean-lists.js';
 import { CONTAINER_GC_PERIOD_MS, garbageCollectContainers, type ContainerGCOptions, type ContainerGCRuntime, type GCContainer, type GCSandbox } from './container-gc.js';
 
 /** The CRI calls container GC makes. */
@@ -21,16 +22,19 @@ export interface ContainerGCCri {
 
 const nsToMs = (ns: string): number => Number(BigInt(ns || '0') / 1_000_000n);
 
-/** Containers and sandboxes as GC sees them: only those the kubelet labelled (a pod UID). */
-export function criContainerGCRuntime(cri: ContainerGCCri, podLogsDir: string): ContainerGCRuntime {
+/**
+ * Containers and sandboxes as GC sees them: only those the kubelet labelled (a pod UID). With
+ * `lean` the two lists are read through it (decoded on the wire, lean-lists.ts), else through `cri`.
+ */
+export function criContainerGCRuntime(cri: ContainerGCCri, podLogsDir: string, lean?: Pick<LeanGCLister, 'listContainers' | 'listSandboxes'>): ContainerGCRuntime {
   return {
-    listContainers: async () => (await cri.listContainers()).flatMap((c): GCContainer[] => {
+    listContainers: async () => lean ? lean.listContainers() : (await cri.listContainers()).flatMap((c): GCContainer[] => {
       const podUID = c.labels[KUBERNETES_POD_UID_LABEL];
       const name = c.labels[KUBERNETES_CONTAINER_NAME_LABEL] ?? c.metadata?.name;
       if (!podUID || !name) return [];
       return [{ id: c.id, podUID, name, running: c.state === 'CONTAINER_RUNNING', createdAt: nsToMs(c.created_at), sandboxID: c.pod_sandbox_id }];
     }),
-    listSandboxes: async () => (await cri.listPodSandbox()).flatMap((s): GCSandbox[] => {
+    listSandboxes: async () => lean ? lean.listSandboxes() : (await cri.listPodSandbox()).flatMap((s): GCSandbox[] => {
       const podUID = s.labels[KUBERNETES_POD_UID_LABEL] ?? s.metadata?.uid;
       if (!podUID) return [];
       return [{

@@ -12,6 +12,7 @@ import type { EvictionManager } from '../eviction/eviction-manager.js';
 import { createMemoryNotifier } from '../eviction/memory-notifier.js';
 import { garbageCollectContainers, type ContainerGCOptions } from '../gc/container-gc.js';
 import { criContainerGCRuntime, startGarbageCollection } from '../gc/node-gc.js';
+import { LeanGCLister } from '../gc/lean-lists.js';
 import { ImageGCManager, runtimeSandboxImage } from '../images/image-gc.js';
 import { loadOomNative } from '../oom/oom-watcher.js';
 import type { CriClient } from '../runtime/cri-client.js';
@@ -71,13 +72,15 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     recordEvent: (type, reason, message) => kubelet.events.record(`Node ${kubelet.nodeName}`, type, reason, message),
     sandboxImage: () => runtimeSandboxImage(cri),
   });
+  // GC's lists decoded on the wire (lean-lists.ts): protobufjs objects of every container once a minute otherwise
+  const gcLister = new LeanGCLister({ runtimeEndpoint: cri.runtimeEndpoint, timeoutMs: cri.timeoutMs, maxMessageBytes: cri.maxMessageBytes, clock });
   const containerGC: ContainerGCOptions = {
     runtime: criContainerGCRuntime({
       listContainers: () => cri.listContainers(),
       listPodSandbox: () => cri.listPodSandbox(),
       removeContainer: (id) => cri.removeContainer(id),
       removePodSandbox: (id) => cri.removePodSandbox(id),
-    }, config.podLogsDir),
+    }, config.podLogsDir, gcLister),
     state: { shouldPodContentBeRemoved: (uid) => kubelet.podContentRemovable(uid), shouldPodRuntimeBeRemoved: (uid) => kubelet.podRuntimeRemovable(uid) },
     allSourcesReady: () => kubelet.sourcesReady(),
     now: () => clock.now(),
@@ -115,6 +118,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     stop: () => {
       eviction.stop();
       gc?.stop();
+      gcLister.close();
     },
   };
 }

@@ -213,12 +213,12 @@ export class StringInterner {
   }
 }
 
-const KEY_POD_UID = Buffer.from('io.kubernetes.pod.uid');
-const KEY_POD_NAME = Buffer.from('io.kubernetes.pod.name');
-const KEY_POD_NAMESPACE = Buffer.from('io.kubernetes.pod.namespace');
-const KEY_CONTAINER_NAME = Buffer.from('io.kubernetes.container.name');
+export const KEY_POD_UID = Buffer.from('io.kubernetes.pod.uid');
+export const KEY_POD_NAME = Buffer.from('io.kubernetes.pod.name');
+export const KEY_POD_NAMESPACE = Buffer.from('io.kubernetes.pod.namespace');
+export const KEY_CONTAINER_NAME = Buffer.from('io.kubernetes.container.name');
 
-function bytesEqual(buf: Buffer, start: number, end: number, want: Uint8Array): boolean {
+export function bytesEqual(buf: Buffer, start: number, end: number, want: Uint8Array): boolean {
   if (end - start !== want.length) return false;
   for (let i = 0; i < want.length; i++) if (buf[start + i] !== want[i]) return false;
   return true;
@@ -440,14 +440,14 @@ export function decodeContainerList(buf: Buffer, store: RecordStore, gen: number
 }
 
 /** A map<string,string> entry's key and value bounds, the cursor at the entry's start, up to `end`. */
-interface EntryBounds {
+export interface EntryBounds {
   kS: number;
   kE: number;
   vS: number;
   vE: number;
 }
 
-function entryBounds(r: Reader, end: number, e: EntryBounds): void {
+export function entryBounds(r: Reader, end: number, e: EntryBounds): void {
   e.kS = e.kE = e.vS = e.vE = 0;
   const outer = r.enter(end);
   while (r.pos < end) {

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { CriClient, CriError } from '../../src/runtime/cri-client.js';
 import { WritableLayerReader, decodeWritableLayers } from '../../src/stats/writable-layers.js';
 import { WireFormatError } from '../../src/pleg/wire.js';
+import { LeanGCLister, decodeGCContainers, decodeGCSandboxes } from '../../src/gc/lean-lists.js';
+import { criContainerGCRuntime } from '../../src/gc/node-gc.js';
 import { writableLayerOf } from '../../src/stats/fs-usage.js';
 import { SIM_RUNTIME_NAME, SimRuntime } from '../../src/sim/sim-runtime.js';
 import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
@@ -385,4 +387,39 @@ test('the lean writable-layer decoder refuses a malformed answer by name and ski
   ]);
   assert.deepEqual([...decodeWritableLayers(msg)], [['c1', { usedBytes: 4096, timeMs: 2_000_000_000 }]]);
   assert.throws(() => decodeWritableLayers(msg.subarray(0, 10)), (err: unknown) => err instanceof WireFormatError && /past the end/.test((err as Error).message));
+});
+
+test('GC lists read lean (wire decode over h2c) give exactly what the protobufjs path gives', async () => {
+  await withServer(async (_s, cri) => {
+    const full = criContainerGCRuntime(cri, '/nonexistent');
+    const lister = new LeanGCLister({ runtimeEndpoint: cri.runtimeEndpoint, timeoutMs: cri.timeoutMs, maxMessageBytes: cri.maxMessageBytes });
+    const lean = criContainerGCRuntime(cri, '/nonexistent', lister);
+    // an exited container and a stopped sandbox, for both states
+    const sandboxes = await cri.listPodSandbox();
+    await cri.stopPodSandbox(sandboxes[0]!.id);
+    const [fc, lc, fs, ls] = await Promise.all([full.listContainers(), lean.listContainers(), full.listSandboxes(), lean.listSandboxes()]);
+    assert.equal(fc.length, 30);
+    assert.ok(fs.length > 0);
+    assert.ok(fc.some((c) => c.running) && fc.some((c) => !c.running), 'both states listed');
+    assert.ok(fs.some((x) => x.ready) && fs.some((x) => !x.ready), 'both sandbox states listed');
+    assert.deepEqual(lc, fc);
+    assert.deepEqual(ls, fs);
+    lister.close();
+    await assert.rejects(lister.listContainers(), (err: unknown) => err instanceof CriError && /ListContainers/.test(String(err)));
+  });
+});
+
+test('the lean GC decoders skip unlabelled items and unknown fields, and refuse a malformed answer', () => {
+  const enc = (field: number, body: number[]): number[] => [(field << 3) | 2, body.length, ...body];
+  const s = (t: string): number[] => [...Buffer.from(t)];
+  const label = (field: number, k: string, v: string): number[] => enc(field, [...enc(1, s(k)), ...enc(2, s(v))]);
+  // a labelled container named by its metadata, running; one without a pod uid label; an unknown field 15
+  const c1 = [...enc(1, s('c1')), ...enc(2, s('sb1')), ...enc(3, [...enc(1, s('app')), 0x10, 0x02]), 0x30, 0x01, 0x38, 0x80, 0x84, 0xaf, 0x5f, ...label(8, 'io.kubernetes.pod.uid', 'u1'), 0x78, 0x05];
+  const c2 = [...enc(1, s('c2')), ...enc(3, enc(1, s('x')))];
+  const list = Buffer.from([...enc(1, c1), ...enc(1, c2)]);
+  assert.deepEqual(decodeGCContainers(list), [{ id: 'c1', podUID: 'u1', name: 'app', running: true, createdAt: 200, sandboxID: 'sb1' }]);
+  // a sandbox known by its metadata only, not ready
+  const sb = [...enc(1, s('sb1')), ...enc(2, [...enc(1, s('web')), ...enc(2, s('u1')), ...enc(3, s('ns'))]), 0x18, 0x01];
+  assert.deepEqual(decodeGCSandboxes(Buffer.from(enc(1, sb))), [{ id: 'sb1', podUID: 'u1', podName: 'web', podNamespace: 'ns', ready: false, createdAt: 0 }]);
+  assert.throws(() => decodeGCContainers(list.subarray(0, 12)), (err: unknown) => err instanceof WireFormatError);
 });
