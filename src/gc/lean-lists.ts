@@ -5,8 +5,7 @@
 // Container id 1, pod_sandbox_id 2, metadata 3 (name 1), state 6, created_at 7, labels 8;
 // PodSandbox id 1, metadata 2 (name 1, uid 2, namespace 3), state 3, created_at 4, labels 5.
 
-import { H2cUnary } from '../pleg/h2c.js';
-import { LEAN_FLOW_CONTROL_WINDOW } from '../pleg/relist-source.js';
+import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../pleg/lean-call.js';
 import {
   KEY_CONTAINER_NAME,
   KEY_POD_NAME,
@@ -20,8 +19,6 @@ import {
   str,
   type EntryBounds,
 } from '../pleg/wire.js';
-import { toCriError } from '../runtime/cri-errors.js';
-import type { Clock } from '../util/clock.js';
 import type { GCContainer, GCSandbox } from './container-gc.js';
 
 /** CONTAINER_RUNNING (runtime.v1 ContainerState). */
@@ -143,47 +140,23 @@ export function decodeGCSandboxes(buf: Buffer): GCSandbox[] {
   return out;
 }
 
-export interface LeanGCListerOptions {
-  /** The runtime's endpoint (`unix:///path`). */
-  runtimeEndpoint: string;
-  timeoutMs: number;
-  /** Largest answer accepted (bytes). */
-  maxMessageBytes: number;
-  clock?: Clock;
-}
-
-/** ListContainersRequest / ListPodSandboxRequest with no filter. */
-const NO_FILTER = Buffer.alloc(0);
-
 /** GC's two lists; the connection is made on the first call. Errors are CriErrors of the method. */
 export class LeanGCLister {
-  #h2c?: H2cUnary;
-  #closed = false;
+  readonly #calls: LeanRuntimeCalls;
 
-  constructor(private readonly opts: LeanGCListerOptions) {}
+  constructor(opts: LeanRuntimeCallsOptions) {
+    this.#calls = new LeanRuntimeCalls(opts);
+  }
 
   listContainers(): Promise<GCContainer[]> {
-    return this.#call('ListContainers', decodeGCContainers);
+    return this.#calls.call('ListContainers', decodeGCContainers);
   }
 
   listSandboxes(): Promise<GCSandbox[]> {
-    return this.#call('ListPodSandbox', decodeGCSandboxes);
-  }
-
-  async #call<T>(method: string, decode: (buf: Buffer) => T): Promise<T> {
-    if (this.#closed) throw toCriError(method, { code: 1, details: 'GC lister closed' });
-    const { runtimeEndpoint, maxMessageBytes, clock } = this.opts;
-    this.#h2c ??= new H2cUnary({ runtimeEndpoint, maxMessageBytes, flowControlWindow: LEAN_FLOW_CONTROL_WINDOW, ...(clock ? { clock } : {}) });
-    try {
-      return await this.#h2c.callDecoded(`/runtime.v1.RuntimeService/${method}`, NO_FILTER, this.opts.timeoutMs, decode);
-    } catch (err) {
-      throw toCriError(method, err);
-    }
+    return this.#calls.call('ListPodSandbox', decodeGCSandboxes);
   }
 
   close(): void {
-    this.#closed = true;
-    this.#h2c?.close();
-    this.#h2c = undefined;
+    this.#calls.close();
   }
 }

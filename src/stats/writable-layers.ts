@@ -4,11 +4,8 @@
 // lived long enough to be promoted into V8's old generation. These read the wire format directly
 // (field numbers from runtime.v1's api.proto) and keeps each container's layer figures only.
 
-import { H2cUnary } from '../pleg/h2c.js';
-import { LEAN_FLOW_CONTROL_WINDOW } from '../pleg/relist-source.js';
+import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../pleg/lean-call.js';
 import { Reader, WIRE_LEN, WIRE_VARINT, str } from '../pleg/wire.js';
-import { toCriError } from '../runtime/cri-errors.js';
-import type { Clock } from '../util/clock.js';
 
 /** A container's writable layer (ContainerStats.writable_layer, a FilesystemUsage). */
 export interface WritableLayerFigures {
@@ -108,41 +105,20 @@ export function decodeWritableLayers(buf: Buffer): Map<string, WritableLayerFigu
   return out;
 }
 
-export interface WritableLayerReaderOptions {
-  /** The runtime's endpoint (`unix:///path`). */
-  runtimeEndpoint: string;
-  timeoutMs: number;
-  /** Largest answer accepted (bytes). */
-  maxMessageBytes: number;
-  clock?: Clock;
-}
-
-const LIST_CONTAINER_STATS = '/runtime.v1.RuntimeService/ListContainerStats';
-/** ListContainerStatsRequest with no filter. */
-const NO_FILTER = Buffer.alloc(0);
-
 /** Reads every container's writable layer; the connection is made on the first read. */
 export class WritableLayerReader {
-  #h2c?: H2cUnary;
-  #closed = false;
+  readonly #calls: LeanRuntimeCalls;
 
-  constructor(private readonly opts: WritableLayerReaderOptions) {}
+  constructor(opts: LeanRuntimeCallsOptions) {
+    this.#calls = new LeanRuntimeCalls(opts);
+  }
 
   /** Fails as a CriError of ListContainerStats (the runtime's code and message, or CANCELLED after close()). */
-  async read(): Promise<Map<string, WritableLayerFigures>> {
-    if (this.#closed) throw toCriError('ListContainerStats', { code: 1, details: 'writable layer reader closed' });
-    const { runtimeEndpoint, maxMessageBytes, clock } = this.opts;
-    this.#h2c ??= new H2cUnary({ runtimeEndpoint, maxMessageBytes, flowControlWindow: LEAN_FLOW_CONTROL_WINDOW, ...(clock ? { clock } : {}) });
-    try {
-      return await this.#h2c.callDecoded(LIST_CONTAINER_STATS, NO_FILTER, this.opts.timeoutMs, decodeWritableLayers);
-    } catch (err) {
-      throw toCriError('ListContainerStats', err);
-    }
+  read(): Promise<Map<string, WritableLayerFigures>> {
+    return this.#calls.call('ListContainerStats', decodeWritableLayers);
   }
 
   close(): void {
-    this.#closed = true;
-    this.#h2c?.close();
-    this.#h2c = undefined;
+    this.#calls.close();
   }
 }
