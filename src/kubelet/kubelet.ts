@@ -241,9 +241,9 @@ export class Kubelet {
           probes?.stopLivenessAndStartup(pod);
           return this.syncer.syncTerminatingPod(pod, status, grace);
         },
-        syncTerminatedPod: async (pod, status, removed) => {
+        syncTerminatedPod: async (pod, status, removed, afterKill) => {
           probes?.removePod(pod);
-          await this.syncer.syncTerminatedPod(pod, status, removed);
+          await this.syncer.syncTerminatedPod(pod, status, removed, afterKill);
           // Deleted in the API and its containers gone: the final delete (upstream's canBeDeleted).
           this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
         },

@@ -203,20 +203,27 @@ export class PodSyncer {
     }
   }
 
-  async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void> {
+  /** Kills the pod and returns the runtime's status read after the kill. */
+  async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<RuntimePodStatus> {
     const { runtime, podManager, statusManager } = this.opts;
     this.opts.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
     await runtime.killPod(pod, rs, gracePeriodOverride);
-    const fresh = await this.withTerminationMessages(pod, await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!));
+    const afterKill = await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
     if (podManager.getPodByUID(pod.metadata.uid!)) {
-      statusManager.setPodStatus(pod, this.generateStatus(pod, fresh, true));
+      statusManager.setPodStatus(pod, this.generateStatus(pod, await this.withTerminationMessages(pod, afterKill), true));
     }
+    return afterKill;
   }
 
-  async syncTerminatedPod(pod: Pod, rs: RuntimePodStatus, removed: boolean): Promise<void> {
+  /**
+   * Cleans up a pod whose containers are all stopped. `afterKill`: `rs` was read right after
+   * this pod's kill, by the terminating step just before (no container of the pod starts in
+   * between); otherwise the runtime is read again.
+   */
+  async syncTerminatedPod(pod: Pod, rs: RuntimePodStatus, removed: boolean, afterKill = false): Promise<void> {
     const { runtime, statusManager, cgroups } = this.opts;
     const uid = pod.metadata.uid!;
-    const fresh = await runtime.getPodStatus(uid, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
+    const fresh = afterKill ? rs : await runtime.getPodStatus(uid, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
     if (fresh.containerStatuses.some((c) => c.state === 'running')) {
       throw new PodStillRunningError(podFullName(pod));
     }

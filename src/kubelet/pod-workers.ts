@@ -26,8 +26,14 @@ export interface UpdatePodOptions {
 export interface PodWorkerHooks {
   /** Returns true when the pod reached a terminal phase (it then terminates). */
   syncPod(pod: Pod, status: RuntimePodStatus): Promise<boolean>;
-  syncTerminatingPod(pod: Pod, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<void>;
-  syncTerminatedPod(pod: Pod, status: RuntimePodStatus, removed: boolean): Promise<void>;
+  /** Kills the pod; may return the runtime's status read after the kill (handed to syncTerminatedPod). */
+  syncTerminatingPod(pod: Pod, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<RuntimePodStatus | void>;
+  /**
+   * `afterKill` true: `status` is what syncTerminatingPod read after its kill, just before.
+   * Otherwise it is the cache's entry as it is (no wait for a relist), and the hook must read
+   * the runtime itself.
+   */
+  syncTerminatedPod(pod: Pod, status: RuntimePodStatus, removed: boolean, afterKill: boolean): Promise<void>;
 }
 
 type Phase = 'sync' | 'terminating' | 'terminated';
@@ -41,6 +47,8 @@ interface WorkerState {
   removed: boolean;
   gracePeriodOverride?: number;
   lastSyncTime: number;
+  /** What syncTerminatingPod read after its kill, for the terminated step that follows it. */
+  afterKill?: RuntimePodStatus;
   /** syncTerminatedPod ran for the terminal (not yet removed) pod. */
   cleanedUp: boolean;
   /** Set once syncTerminatedPod finished for a removed pod: the worker is forgotten. */
@@ -213,8 +221,11 @@ export class PodWorkers {
     w.pending = undefined;
     const log = this.opts.log.with({ pod: w.fullName, podUID: uid });
     try {
-      const entry = await this.opts.cache.getNewerThan(uid, w.lastSyncTime);
-      if (entry.error) throw entry.error;
+      // A terminated pod's sync reads the runtime itself (it must see every container stopped),
+      // so it neither waits for the next relist (a relist period on every delete) nor fails on
+      // the cache's last read error.
+      const entry = w.phase === 'terminated' ? this.opts.cache.get(uid) : await this.opts.cache.getNewerThan(uid, w.lastSyncTime);
+      if (entry.error && w.phase !== 'terminated') throw entry.error;
       const status = entry.status ?? emptyStatus(w.pod);
       if (w.phase === 'sync') {
         const terminal = await this.opts.hooks.syncPod(w.pod, status);
@@ -226,14 +237,16 @@ export class PodWorkers {
         return;
       }
       if (w.phase === 'terminating') {
-        await this.opts.hooks.syncTerminatingPod(w.pod, status, w.gracePeriodOverride);
+        w.afterKill = (await this.opts.hooks.syncTerminatingPod(w.pod, status, w.gracePeriodOverride)) ?? undefined;
         w.phase = 'terminated';
         w.pending ??= { updateType: 'sync', pod: w.pod };
         return;
       }
       // Terminated: clean up once, and once more (fully) when the pod is removed.
       if (!w.cleanedUp || (w.removed && !w.finished)) {
-        await this.opts.hooks.syncTerminatedPod(w.pod, status, w.removed);
+        const afterKill = w.afterKill;
+        w.afterKill = undefined;
+        await this.opts.hooks.syncTerminatedPod(w.pod, afterKill ?? status, w.removed, afterKill !== undefined);
         w.cleanedUp = true;
         if (w.removed) w.finished = true;
       }

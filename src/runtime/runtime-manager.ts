@@ -230,7 +230,8 @@ export class RuntimeManager implements KubeletRuntime {
       await this.opts.cri.removeContainer(c.id).catch((err) => { if (!isNotFound(err)) throw err; });
     }
     for (const sb of status.sandboxStatuses) {
-      await this.opts.cri.stopPodSandbox(sb.id).catch((err) => { if (!isNotFound(err)) throw err; });
+      // killPod stopped it; a sandbox still ready (or unknown) is stopped first
+      if (sb.state !== 'notready') await this.opts.cri.stopPodSandbox(sb.id).catch((err) => { if (!isNotFound(err)) throw err; });
       await this.opts.cri.removePodSandbox(sb.id).catch((err) => { if (!isNotFound(err)) throw err; });
     }
   }

@@ -232,3 +232,19 @@ test('the configured resolvConf is checked at start: too many search domains is 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a removed pod is read once after its kill, and that read is what its cleanup checks and removes', async () => {
+  const { h, k, dir } = await started();
+  try {
+    const pod = mkPod('gone-1', 'web');
+    h.sources.onUpdate({ op: 'ADD', pods: [pod], source: 'file' });
+    await until(() => h.runtime.calls.includes('syncPod gone-1'), 'first sync');
+    const before = h.runtime.calls.length;
+    h.sources.onUpdate({ op: 'REMOVE', pods: [pod], source: 'file' });
+    await until(() => h.runtime.calls.includes('removePod gone-1'), 'removal');
+    assert.deepEqual(h.runtime.calls.slice(before), ['killPod gone-1', 'getPodStatus gone-1', 'removePod gone-1']);
+  } finally {
+    await k.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

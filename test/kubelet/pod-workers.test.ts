@@ -244,3 +244,70 @@ test('after stop() no new work starts and idle() resolves while a hook still run
   await settle();
   assert.deepEqual(r.calls, ['sync u1'], 'nothing starts after stop');
 });
+
+test('a terminated pod is cleaned up without waiting for a relist; sync and terminating still wait', async () => {
+  const clock = new FakeClock();
+  const cache = new PodCache();
+  const calls: string[] = [];
+  const errors: string[] = [];
+  const pod = mkPod('u1');
+  const status = (ts: number) => ({ uid: 'u1', name: 'p', namespace: 'ns', ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: ts });
+  const workers = new PodWorkers({
+    hooks: {
+      syncPod: async () => { calls.push('sync'); clock.step(10); return false; },
+      syncTerminatingPod: async () => {
+        calls.push('terminating');
+        // the relist's last read of the pod failed; no relist comes after the kill
+        cache.set('u1', undefined, new Error('relist read failed'), clock.now());
+        clock.step(10);
+      },
+      syncTerminatedPod: async (_p, _s, removed) => { calls.push(`terminated${removed ? ' removed' : ''}`); },
+    },
+    cache,
+    clock,
+    log: loggerDouble(),
+    onError: (p, err) => void errors.push(`${p.metadata.uid}: ${err.message}`),
+  });
+  cache.set('u1', status(clock.now()), undefined, clock.now());
+  workers.updatePod({ updateType: 'create', pod });
+  await workers.idle();
+  assert.deepEqual(calls, ['sync']);
+  workers.updatePod({ updateType: 'sync', pod });
+  await settle();
+  assert.deepEqual(calls, ['sync'], 'a sync waits for a read newer than the last sync');
+  workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await settle();
+  assert.deepEqual(calls, ['sync'], 'so does the kill');
+  cache.set('u1', status(clock.now()), undefined, clock.now());
+  await settle();
+  // the cleanup follows the kill at once, despite the cache's error: it reads the runtime itself
+  assert.deepEqual(calls, ['sync', 'terminating', 'terminated removed']);
+  assert.deepEqual(errors, []);
+});
+
+test('the terminated step gets the status the terminating step read after its kill, once', async () => {
+  const cache = new PodCache();
+  cache.updateTime(Number.MAX_SAFE_INTEGER);
+  const seen: string[] = [];
+  const pod = mkPod('u1');
+  const afterKill = { uid: 'u1', name: 'read-after-kill', namespace: 'ns', ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 1 };
+  const workers = new PodWorkers({
+    hooks: {
+      syncPod: async () => true, // terminal: terminated without removal first
+      syncTerminatingPod: async () => afterKill,
+      syncTerminatedPod: async (_p, s, removed, fresh) => void seen.push(`${s.name} removed=${removed} afterKill=${fresh}`),
+    },
+    cache,
+    clock: new FakeClock(),
+    log: loggerDouble(),
+  });
+  workers.updatePod({ updateType: 'create', pod });
+  await workers.idle();
+  workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await workers.idle();
+  assert.deepEqual(seen, [
+    'read-after-kill removed=false afterKill=true',
+    // removed later: the kill's read is used up, the hook reads the runtime itself
+    `${pod.metadata.name} removed=true afterKill=false`,
+  ]);
+});
