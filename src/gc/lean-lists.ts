@@ -5,7 +5,7 @@
 // Container id 1, pod_sandbox_id 2, metadata 3 (name 1), state 6, created_at 7, labels 8;
 // PodSandbox id 1, metadata 2 (name 1, uid 2, namespace 3), state 3, created_at 4, labels 5.
 
-import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../pleg/lean-call.js';
+import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../runtime/lean-call.js';
 import {
   KEY_CONTAINER_NAME,
   KEY_POD_NAME,

@@ -73,6 +73,12 @@ export class PodWorkers {
   private stopped = false;
   /** Resolved when no worker is running (idle()). */
   private idleWaiters: (() => void)[] = [];
+  /**
+   * When the worker of a removed pod finished, until a relist has covered that time: a pod
+   * re-added under the same UID (a static pod put back) first waits for a status read newer
+   * than its removal, not one of its first life (the terminated step does not wait for one).
+   */
+  private readonly removedAt = new Map<string, number>();
 
   constructor(private readonly opts: PodWorkersOptions) {}
 
@@ -92,7 +98,9 @@ export class PodWorkers {
       }
     }
     if (!w) {
-      w = { pod: o.pod, fullName: podFullName(o.pod), phase: 'sync', working: false, removed: false, lastSyncTime: 0, cleanedUp: false, finished: false };
+      const lastSyncTime = this.removedAt.get(uid) ?? 0;
+      this.removedAt.delete(uid);
+      w = { pod: o.pod, fullName: podFullName(o.pod), phase: 'sync', working: false, removed: false, lastSyncTime, cleanedUp: false, finished: false };
       this.workers.set(uid, w);
       let names = this.byFullName.get(w.fullName);
       if (!names) this.byFullName.set(w.fullName, (names = new Set()));
@@ -145,6 +153,11 @@ export class PodWorkers {
   forgetFinished(): void {
     this.workers.forEach((w, uid) => {
       if (w.finished && !w.working) this.forget(uid, w);
+    });
+    // a relist since covers the removal: a new worker's first read is newer anyway
+    const relisted = this.opts.cache.globalTimestamp();
+    this.removedAt.forEach((t, uid) => {
+      if (t <= relisted) this.removedAt.delete(uid);
     });
   }
 
@@ -248,7 +261,10 @@ export class PodWorkers {
         w.afterKill = undefined;
         await this.opts.hooks.syncTerminatedPod(w.pod, afterKill ?? status, w.removed, afterKill !== undefined);
         w.cleanedUp = true;
-        if (w.removed) w.finished = true;
+        if (w.removed) {
+          w.finished = true;
+          this.removedAt.set(uid, this.opts.clock.now());
+        }
       }
     } catch (err) {
       log.error('Error syncing pod, skipping', { err: (err as Error).message });

@@ -15,8 +15,10 @@ import type { ContainerStatusSource } from './status.js';
 import { decodeContainerStatusResponse, decodeSandboxStatusResponse, decodeSandboxStatusWithContainers, encodeIdRequest } from './wire-status.js';
 import { decodeContainerList, decodeSandboxList, emptyListStats, newListMemo, type ListDecodeStats } from './wire.js';
 import { decodeContainerEvent, type ContainerEvent } from './wire-event.js';
-import { Http2Unary, type UnaryTransport } from './unary.js';
-import { H2cUnary, ResponseScratch } from './h2c.js';
+import { Http2Unary, type UnaryTransport } from '../runtime/unary.js';
+import { H2cUnary, LEAN_FLOW_CONTROL_WINDOW, ResponseScratch } from '../runtime/h2c.js';
+
+export { LEAN_FLOW_CONTROL_WINDOW };
 
 export interface RelistSource {
   /**
@@ -70,12 +72,6 @@ export interface LeanCriListerOptions {
   statusTransport?: StatusTransport;
 }
 
-/**
- * The lister's HTTP/2 receive window. At HTTP/2's default of 64 KiB a 13 MB list response
- * crosses ~200 WINDOW_UPDATE round trips, each a turn of both event loops; a window as large
- * as the response lets the runtime send it in one go.
- */
-export const LEAN_FLOW_CONTROL_WINDOW = 32 * 1024 * 1024;
 
 /** Channel options of the lean lister (the benchmark's receive floor uses the same). */
 export function leanChannelOptions(opts: { maxMessageBytes?: number; flowControlWindow?: number } = {}): grpc.ChannelOptions {

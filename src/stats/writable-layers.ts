@@ -4,7 +4,7 @@
 // lived long enough to be promoted into V8's old generation. These read the wire format directly
 // (field numbers from runtime.v1's api.proto) and keeps each container's layer figures only.
 
-import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../pleg/lean-call.js';
+import { LeanRuntimeCalls, type LeanRuntimeCallsOptions } from '../runtime/lean-call.js';
 import { Reader, WIRE_LEN, WIRE_VARINT, str } from '../pleg/wire.js';
 
 /** A container's writable layer (ContainerStats.writable_layer, a FilesystemUsage). */

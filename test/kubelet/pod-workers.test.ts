@@ -311,3 +311,35 @@ test('the terminated step gets the status the terminating step read after its ki
     `${pod.metadata.name} removed=true afterKill=false`,
   ]);
 });
+
+test('a pod re-added under its UID after removal first waits for a read newer than the removal', async () => {
+  const clock = new FakeClock();
+  const cache = new PodCache();
+  const seen: string[] = [];
+  const pod = mkPod('u1');
+  const status = (name: string) => ({ uid: 'u1', name, namespace: 'ns', ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: clock.now() });
+  const workers = new PodWorkers({
+    hooks: {
+      syncPod: async (_p, s) => { seen.push(`sync ${s.name}`); clock.step(10); return false; },
+      syncTerminatingPod: async () => { seen.push('terminating'); clock.step(10); return status('after-kill'); },
+      syncTerminatedPod: async () => { seen.push('terminated'); clock.step(10); },
+    },
+    cache,
+    clock,
+    log: loggerDouble(),
+  });
+  cache.set('u1', status('first-life'), undefined, clock.now());
+  workers.updatePod({ updateType: 'create', pod });
+  await workers.idle();
+  cache.set('u1', status('first-life-running'), undefined, clock.now());
+  workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await workers.idle();
+  assert.deepEqual(seen, ['sync first-life', 'terminating', 'terminated']);
+  // put back at once: the cache still holds the first life's read
+  workers.updatePod({ updateType: 'create', pod });
+  await settle();
+  assert.deepEqual(seen.slice(3), [], 'no sync on a read older than the removal');
+  cache.set('u1', status('after-removal'), undefined, clock.now());
+  await workers.idle();
+  assert.deepEqual(seen.slice(3), ['sync after-removal']);
+});

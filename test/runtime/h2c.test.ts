@@ -6,8 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { H2cUnary, ResponseScratch } from '../../src/pleg/h2c.js';
-import { Http2Unary, type UnaryStatus } from '../../src/pleg/unary.js';
+import { H2cUnary, ResponseScratch } from '../../src/runtime/h2c.js';
+import { Http2Unary, type UnaryStatus } from '../../src/runtime/unary.js';
 import { FakeClock } from '../../src/util/clock.js';
 
 const PATH = '/runtime.v1.RuntimeService/PodSandboxStatus';

@@ -1,10 +1,9 @@
 // Unary runtime calls whose answers are decoded on the wire by their caller (writable layers,
 // container GC's lists): one lean h2c connection, made on the first call, closed with close().
 
-import { toCriError } from '../runtime/cri-errors.js';
+import { toCriError } from './cri-errors.js';
 import type { Clock } from '../util/clock.js';
-import { H2cUnary } from './h2c.js';
-import { LEAN_FLOW_CONTROL_WINDOW } from './relist-source.js';
+import { H2cUnary, LEAN_FLOW_CONTROL_WINDOW } from './h2c.js';
 
 export interface LeanRuntimeCallsOptions {
   /** The runtime's endpoint (`unix:///path`). */

@@ -1,13 +1,14 @@
 // Unary gRPC calls on one multiplexed h2c connection (HTTP/2 frames and HPACK by hand on a
-// plain socket), for the PLEG's hot status reads. node:http2's client costs ~120 us of CPU per
-// request (an AsyncResource, a stream object, its events); at the first relist after a restart
-// on a full node that is 6000 requests. Here a call is a pre-encoded HEADERS block (one per
+// plain socket): the PLEG's hot status reads, the lean list reads, and the CRI client's
+// runtime-service calls. node:http2's client costs ~120 us of CPU per request (an
+// AsyncResource, a stream object, its events); at the first relist after a restart on a full
+// node that is 6000 requests. Here a call is a pre-encoded HEADERS block (one per
 // method), a DATA frame, and a small record until its trailers arrive.
 
 import net from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { HpackDecoder, hpackLiteral } from '../../workers/hpack.js';
-import { criEndpointToTarget } from '../runtime/cri-client.js';
+import { criEndpointToTarget } from './endpoint.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { KubeletError } from '../util/errors.js';
 import { grpcMessage, grpcTimeout, httpToGrpc, type UnaryStatus, type UnaryTransport } from './unary.js';
@@ -85,6 +86,14 @@ export function requestHeaderBlock(path: string, timeout: string): Buffer {
   hpackLiteral(block, 0, 'grpc-timeout', timeout);
   return Buffer.from(block);
 }
+
+/**
+ * The HTTP/2 receive window of the lean connections (the relist's, the CRI client's). At
+ * HTTP/2's default of 64 KiB a 13 MB list response crosses ~200 WINDOW_UPDATE round trips,
+ * each a turn of both event loops; a window as large as the response lets the runtime send it
+ * in one go.
+ */
+export const LEAN_FLOW_CONTROL_WINDOW = 32 * 1024 * 1024;
 
 export interface H2cUnaryOptions {
   /** `unix:///path` or an absolute socket path. */

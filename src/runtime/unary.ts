@@ -8,7 +8,7 @@
 
 import http2 from 'node:http2';
 import net from 'node:net';
-import { criEndpointToTarget } from '../runtime/cri-client.js';
+import { criEndpointToTarget } from './endpoint.js';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
 const {

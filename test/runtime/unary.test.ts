@@ -9,8 +9,8 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { SimRuntime, SimRuntimeError } from '../../src/sim/sim-runtime.js';
 import { startSimRuntimeServer, type SimRuntimeServer } from '../../src/sim/server.js';
 import { LeanCriLister } from '../../src/pleg/relist-source.js';
-import { Http2Unary, grpcTimeout, type UnaryStatus } from '../../src/pleg/unary.js';
-import { H2cUnary } from '../../src/pleg/h2c.js';
+import { Http2Unary, grpcTimeout, type UnaryStatus } from '../../src/runtime/unary.js';
+import { H2cUnary } from '../../src/runtime/h2c.js';
 
 /** Both unary transports: the lean h2c client (the default) and node:http2 (the bench's baseline). */
 const TRANSPORTS = [
@@ -195,7 +195,7 @@ for (const [name, Unary, file] of TRANSPORTS) test(`a ${name} call in flight kee
       }, 300);
     },
     async (endpoint) => {
-      const mod = new URL(`../../src/pleg/${file}`, import.meta.url).href;
+      const mod = new URL(`../../src/runtime/${file}`, import.meta.url).href;
       const code = `import { ${Unary.name} } from ${JSON.stringify(mod)};
         const u = new ${Unary.name}({ runtimeEndpoint: ${JSON.stringify(endpoint)}, maxMessageBytes: 1024, flowControlWindow: 65535 });
         const buf = await u.call('/x/Y', Buffer.alloc(0), 10000);
