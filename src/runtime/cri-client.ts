@@ -196,13 +196,16 @@ export class CriClient {
   readonly #runtime: grpc.Client;
   readonly #image: grpc.Client;
   /**
-   * The runtime service's unary calls with a deadline and no abort signal (all but ExecSync of
-   * probes): our own h2c connection (h2c.ts), made on the first such call. grpc-js spent about
-   * 1 ms of CPU and 40 KB of garbage per call, which on a 2-core node slowed the runtime's own
-   * work when 100 pods started or stopped at once. The image service, PullImage and the event
-   * stream stay on grpc-js.
+   * Unary calls with a deadline and no abort signal (all but PullImage and probes' ExecSync) go
+   * over our own h2c connections (h2c.ts), one per endpoint, made on first use. grpc-js spent
+   * about 1 ms of CPU and 40 KB of garbage per call, which on a 2-core node slowed the
+   * runtime's own work when 100 pods started or stopped at once. PullImage, probes' ExecSync
+   * and the event stream stay on grpc-js.
    */
-  #h2c: H2cUnary | undefined;
+  #h2cRuntime: H2cUnary | undefined;
+  #h2cImage: H2cUnary | undefined;
+  /** Both services on one endpoint (the usual case): one connection. */
+  readonly #oneEndpoint: boolean;
   /** Calls in flight: close() cancels them, so a shutdown never waits out a deadline. */
   readonly #inflight = new Set<grpc.ClientUnaryCall>();
   #closed = false;
@@ -223,6 +226,7 @@ export class CriClient {
     const runtimeTarget = criEndpointToTarget(this.runtimeEndpoint);
     const imageTarget = criEndpointToTarget(this.imageEndpoint);
     this.#runtime = new grpc.Client(runtimeTarget, grpc.credentials.createInsecure(), channelOptions);
+    this.#oneEndpoint = imageTarget === runtimeTarget;
     this.#image =
       imageTarget === runtimeTarget
         ? new grpc.Client(imageTarget, grpc.credentials.createInsecure(), {
@@ -238,8 +242,9 @@ export class CriClient {
     this.#closed = true;
     for (const call of this.#inflight) call.cancel();
     this.#inflight.clear();
-    this.#h2c?.close();
-    this.#h2c = undefined;
+    this.#h2cRuntime?.close();
+    this.#h2cImage?.close();
+    this.#h2cRuntime = this.#h2cImage = undefined;
     this.#image.close();
     this.#runtime.close();
   }
@@ -256,7 +261,7 @@ export class CriClient {
     if (!def) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
     if (signal?.aborted) throw new CriError(method, grpc.status.CANCELLED, 'aborted before the call');
     if (this.#closed) throw new CriError(method, grpc.status.CANCELLED, 'the CRI client is closed');
-    if (service === 'runtime' && deadlineMs !== null && !signal) return this.#h2cCall<Res>(method, def, request, deadlineMs);
+    if (deadlineMs !== null && !signal) return this.#h2cCall<Res>(service, method, def, request, deadlineMs);
     const client = service === 'runtime' ? this.#runtime : this.#image;
     const callOptions: grpc.CallOptions = deadlineMs === null ? {} : { deadline: Date.now() + deadlineMs };
     const inflight = this.#inflight;
@@ -284,18 +289,25 @@ export class CriClient {
   }
 
   /** One unary call over the h2c connection, with grpc-js's checks: message sizes both ways, the deadline, and CANCELLED once closed. */
-  async #h2cCall<Res>(method: string, def: protoLoader.MethodDefinition<object, object>, request: object, deadlineMs: number): Promise<Res> {
+  async #h2cCall<Res>(service: 'runtime' | 'image', method: string, def: protoLoader.MethodDefinition<object, object>, request: object, deadlineMs: number): Promise<Res> {
     const body = def.requestSerialize(request);
     if (body.length > this.maxMessageBytes) {
       throw new CriError(method, grpc.status.RESOURCE_EXHAUSTED, `Sent message larger than max (${body.length} vs. ${this.maxMessageBytes})`);
     }
-    this.#h2c ??= new H2cUnary({ runtimeEndpoint: this.runtimeEndpoint, maxMessageBytes: this.maxMessageBytes, flowControlWindow: LEAN_FLOW_CONTROL_WINDOW });
+    const h2c = this.#h2cFor(service);
     try {
-      return (await this.#h2c.callDecoded(def.path, body, deadlineMs, def.responseDeserialize)) as Res;
+      return (await h2c.callDecoded(def.path, body, deadlineMs, def.responseDeserialize)) as Res;
     } catch (err) {
       if (this.#closed) throw new CriError(method, grpc.status.CANCELLED, 'the CRI client is closed', undefined, { cause: err });
       throw toCriError(method, err);
     }
+  }
+
+  /** The connection of a service's endpoint; one shared when both services are on one endpoint. */
+  #h2cFor(service: 'runtime' | 'image'): H2cUnary {
+    const make = (endpoint: string): H2cUnary => new H2cUnary({ runtimeEndpoint: endpoint, maxMessageBytes: this.maxMessageBytes, flowControlWindow: LEAN_FLOW_CONTROL_WINDOW });
+    if (service === 'runtime' || this.#oneEndpoint) return (this.#h2cRuntime ??= make(this.runtimeEndpoint));
+    return (this.#h2cImage ??= make(this.imageEndpoint));
   }
 
   #runtimeCall<Res>(method: string, request: object, deadlineMs: Deadline = this.timeoutMs): Promise<Res> {

@@ -48,23 +48,25 @@ function answer(s: ServerHttp2Stream, message: Buffer, grpcStatus = 0, grpcMessa
   s.end(Buffer.concat([head, message]));
 }
 
-async function encode(method: string, res: object): Promise<Buffer> {
-  const def = (await criDefinitions()).runtime[method]!;
+async function encode(method: string, res: object, service: 'runtime' | 'image' = 'runtime'): Promise<Buffer> {
+  const def = (await criDefinitions())[service][method]!;
   return def.responseSerialize(res);
 }
 
-test('runtime calls share one h2c connection and decode what the runtime answered', async () => {
+test('runtime and image calls share one h2c connection and decode what the runtime answered', async () => {
+  const image = await encode('ImageStatus', { image: { id: 'sha256:abc', repo_tags: ['busybox:latest'], size: '4096' } }, 'image');
   const version = await encode('Version', { version: '0.1.0', runtime_name: 'peer', runtime_version: '1.2.3', runtime_api_version: 'v1' });
   const status = await encode('ContainerStatus', { status: { id: 'c1', state: 'CONTAINER_EXITED', exit_code: 3, created_at: '1700000000000000000', metadata: { name: 'main', attempt: 0 }, image: { image: 'busybox' }, image_ref: 'sha256:x', labels: {}, annotations: {}, mounts: [] } });
   await withPeer(async (path, _body, s) => {
-    answer(s, path.endsWith('/Version') ? version : path.endsWith('/ContainerStatus') ? status : Buffer.alloc(0));
+    answer(s, path.endsWith('/Version') ? version : path.endsWith('/ContainerStatus') ? status : path.endsWith('/ImageStatus') ? image : Buffer.alloc(0));
   }, async (cri, seen) => {
-    const [v, c] = await Promise.all([cri.version(), cri.containerStatus('c1'), cri.stopContainer('c1', 0)]);
+    const [v, c, , i] = await Promise.all([cri.version(), cri.containerStatus('c1'), cri.stopContainer('c1', 0), cri.imageStatus('busybox')]);
+    assert.equal(i.image?.id, 'sha256:abc');
     assert.equal(v.runtime_name, 'peer');
     assert.equal(c.status?.exit_code, 3);
     assert.equal(c.status?.state, 'CONTAINER_EXITED');
-    assert.deepEqual(seen.paths.sort(), ['/runtime.v1.RuntimeService/ContainerStatus', '/runtime.v1.RuntimeService/StopContainer', '/runtime.v1.RuntimeService/Version']);
-    assert.equal(seen.sessions, 1, 'one connection for the three calls');
+    assert.deepEqual(seen.paths.sort(), ['/runtime.v1.ImageService/ImageStatus', '/runtime.v1.RuntimeService/ContainerStatus', '/runtime.v1.RuntimeService/StopContainer', '/runtime.v1.RuntimeService/Version']);
+    assert.equal(seen.sessions, 1, 'one connection for the four calls');
     assert.ok(seen.agents.every((a) => !a.includes('grpc-node')), `not sent by grpc-js: ${seen.agents.join(', ')}`);
   });
 });
