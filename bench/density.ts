@@ -16,7 +16,7 @@
 //   double), at 1000 and 5000 pods: pod-start throughput (all files dropped at once, until the
 //   simulator holds every sandbox and container), then kubelet-ts's steady CPU and RSS.
 // Prints tables; writes bench/results/density.json.
-//   node dist/bench/density.js [--pods=100] [--sim-sizes=1000,5000] [--rest-s=20] [--sim-settle-s=60] [--sim-rest-s=60] [--no-real]
+//   node dist/bench/density.js [--pods=100] [--rounds=2] [--sim-sizes=1000,5000] [--rest-s=20] [--sim-settle-s=60] [--sim-rest-s=60] [--no-real]
 //        [--no-sim] [--out=FILE] [--no-write]
 
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -46,6 +46,8 @@ const GRACE_S = 2;
 
 interface Args {
   pods: number;
+  /** kubelet-ts runs on real containerd, each between two floor runs (floor, kubelet-ts, floor, ...). */
+  rounds: number;
   simSizes: number[];
   restS: number;
   /**
@@ -65,6 +67,7 @@ interface Args {
 function parseArgs(argv: string[]): Args {
   const a: Args = {
     pods: 100,
+    rounds: 2,
     simSizes: [1000, 5000],
     restS: 20,
     simSettleS: 60,
@@ -77,6 +80,7 @@ function parseArgs(argv: string[]): Args {
   for (const arg of argv) {
     const [k, v = ''] = arg.split('=');
     if (k === '--pods') a.pods = Number(v);
+    else if (k === '--rounds') a.rounds = Number(v);
     else if (k === '--sim-sizes') a.simSizes = v ? v.split(',').map(Number) : [];
     else if (k === '--rest-s') a.restS = Number(v);
     else if (k === '--sim-settle-s') a.simSettleS = Number(v);
@@ -85,8 +89,9 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--no-sim') a.sim = false;
     else if (k === '--out') a.out = v;
     else if (k === '--no-write') a.write = false;
-    else throw new Error(`unknown argument ${arg} (--pods=100 --sim-sizes=1000,5000 --rest-s=20 --sim-settle-s=60 --sim-rest-s=60 --no-real --no-sim --out=FILE --no-write)`);
+    else throw new Error(`unknown argument ${arg} (--pods=100 --rounds=2 --sim-sizes=1000,5000 --rest-s=20 --sim-settle-s=60 --sim-rest-s=60 --no-real --no-sim --out=FILE --no-write)`);
   }
+  if (!Number.isInteger(a.rounds) || a.rounds < 1) throw new Error(`--rounds must be a positive integer, got ${a.rounds}`);
   return a;
 }
 
@@ -281,7 +286,7 @@ interface RealResult {
   skipped?: string;
   results: BenchResult[];
   floor?: BurstResult[];
-  kubelet?: KubeletBurst;
+  kubelets?: KubeletBurst[];
 }
 
 /** Removes what a crashed run left: sandboxes of the benchmark's namespace. */
@@ -298,7 +303,7 @@ async function removeLeftovers(cri: CriClient): Promise<number> {
   return left.length;
 }
 
-async function realDensity(n: number, restS: number, log: (l: string) => void): Promise<RealResult> {
+async function realDensity(n: number, rounds: number, restS: number, log: (l: string) => void): Promise<RealResult> {
   if (process.getuid?.() !== 0) return { skipped: 'not root', results: [] };
   let rt: TestRuntime;
   try {
@@ -313,47 +318,69 @@ async function realDensity(n: number, restS: number, log: (l: string) => void): 
     const stale = await removeLeftovers(cri);
     if (stale) log(`# removed ${stale} sandboxes left by an earlier run`);
     const imageRef = (await cri.pullImage(rt.images.pause)).image_ref;
-    log(`# real containerd: ${n} pods (host network, one pause container each), floor / kubelet-ts / floor`);
+    log(`# real containerd: ${n} pods (host network, one pause container each), floor and kubelet-ts in turn, ${rounds} kubelet-ts runs`);
     const floor: BurstResult[] = [];
-    floor.push(await floorBurst(rt, cri, cgroups, n, 'f1', imageRef, logsDir));
-    log(`#   floor 1: create ${floor[0]!.createS.toFixed(2)} s, delete ${floor[0]!.deleteS.toFixed(2)} s`);
-    await sleep(2000);
-    const kubelet = await kubeletBurst(rt, cri, n, 'k1', restS, log);
-    log(`#   kubelet-ts: create ${kubelet.createS.toFixed(2)} s, delete ${kubelet.deleteS.toFixed(2)} s`);
-    await sleep(2000);
-    floor.push(await floorBurst(rt, cri, cgroups, n, 'f2', imageRef, logsDir));
-    log(`#   floor 2: create ${floor[1]!.createS.toFixed(2)} s, delete ${floor[1]!.deleteS.toFixed(2)} s`);
-    const fCreate = (floor[0]!.createS + floor[1]!.createS) / 2;
-    const fDelete = (floor[0]!.deleteS + floor[1]!.deleteS) / 2;
+    const kubelets: KubeletBurst[] = [];
+    const runFloor = async (): Promise<void> => {
+      const f = await floorBurst(rt, cri, cgroups, n, `f${floor.length + 1}`, imageRef, logsDir);
+      floor.push(f);
+      log(`#   floor ${floor.length}: create ${f.createS.toFixed(2)} s, delete ${f.deleteS.toFixed(2)} s`);
+    };
+    await runFloor();
+    for (let r = 0; r < rounds; r++) {
+      await sleep(2000);
+      const kb = await kubeletBurst(rt, cri, n, `k${r + 1}`, restS, log);
+      kubelets.push(kb);
+      log(`#   kubelet-ts ${r + 1}: create ${kb.createS.toFixed(2)} s, delete ${kb.deleteS.toFixed(2)} s`);
+      await sleep(2000);
+      await runFloor();
+    }
+    const m = realMedians(floor, kubelets);
     const k = `containerd-${n}pods`;
-    const results: BenchResult[] = [
-      { case: k, metric: 'floor_create_s_run1', value: round(floor[0]!.createS), unit: 's' },
-      { case: k, metric: 'floor_create_s_run2', value: round(floor[1]!.createS), unit: 's' },
-      { case: k, metric: 'floor_create_s', value: round(fCreate), unit: 's' },
-      { case: k, metric: 'floor_pod_started_p50_s', value: round(median(floor.map((f) => f.podP50S))), unit: 's' },
-      { case: k, metric: 'floor_delete_s_run1', value: round(floor[0]!.deleteS), unit: 's' },
-      { case: k, metric: 'floor_delete_s_run2', value: round(floor[1]!.deleteS), unit: 's' },
-      { case: k, metric: 'floor_delete_s', value: round(fDelete), unit: 's' },
-      { case: k, metric: 'kubelet_all_running_s', value: round(kubelet.createS), unit: 's' },
-      { case: k, metric: 'kubelet_pod_running_p50_s', value: round(kubelet.podP50S), unit: 's' },
-      { case: k, metric: 'kubelet_all_deleted_s', value: round(kubelet.deleteS), unit: 's' },
-      { case: k, metric: 'startup_vs_cri_floor', value: round(kubelet.createS / fCreate), unit: 'ratio' },
-      { case: k, metric: 'delete_vs_cri_floor', value: round(kubelet.deleteS / fDelete), unit: 'ratio' },
-      { case: k, metric: 'kubelet_burst_cpu_s', value: round(kubelet.burstCpuS), unit: 's' },
-      { case: k, metric: 'kubelet_burst_cpu_cores', value: round(kubelet.burstCores), unit: 'cores' },
-      { case: k, metric: 'kubelet_burst_rss_max_mb', value: round(kubelet.burstRssMaxMb, 1), unit: 'MiB' },
-      { case: k, metric: 'kubelet_delete_cpu_s', value: round(kubelet.deleteCpuS), unit: 's' },
-      { case: k, metric: 'kubelet_rest_cpu_cores', value: round(kubelet.restCores, 4), unit: 'cores' },
-      { case: k, metric: 'kubelet_rest_rss_mb', value: round(kubelet.restRssMb, 1), unit: 'MiB' },
-      { case: k, metric: 'kubelet_idle_no_pods_cpu_cores', value: round(kubelet.idleCoresBefore, 4), unit: 'cores' },
-      { case: k, metric: 'kubelet_idle_no_pods_rss_mb', value: round(kubelet.idleRssBeforeMb, 1), unit: 'MiB' },
-    ];
-    return { results, floor, kubelet };
+    const results: BenchResult[] = [];
+    floor.forEach((f, i) => results.push(
+      { case: k, metric: `floor_create_s_run${i + 1}`, value: round(f.createS), unit: 's' },
+      { case: k, metric: `floor_delete_s_run${i + 1}`, value: round(f.deleteS), unit: 's' },
+    ));
+    kubelets.forEach((kb, i) => results.push(
+      { case: k, metric: `kubelet_all_running_s_run${i + 1}`, value: round(kb.createS), unit: 's' },
+      { case: k, metric: `kubelet_all_deleted_s_run${i + 1}`, value: round(kb.deleteS), unit: 's' },
+    ));
+    const med = (xs: number[]): number => median(xs);
+    results.push(
+      { case: k, metric: 'floor_create_s', value: round(m.floorCreateS), unit: 's' },
+      { case: k, metric: 'floor_pod_started_p50_s', value: round(med(floor.map((f) => f.podP50S))), unit: 's' },
+      { case: k, metric: 'floor_delete_s', value: round(m.floorDeleteS), unit: 's' },
+      { case: k, metric: 'kubelet_all_running_s', value: round(m.kubeletCreateS), unit: 's' },
+      { case: k, metric: 'kubelet_pod_running_p50_s', value: round(med(kubelets.map((kb) => kb.podP50S))), unit: 's' },
+      { case: k, metric: 'kubelet_all_deleted_s', value: round(m.kubeletDeleteS), unit: 's' },
+      { case: k, metric: 'startup_vs_cri_floor', value: round(m.kubeletCreateS / m.floorCreateS), unit: 'ratio' },
+      { case: k, metric: 'delete_vs_cri_floor', value: round(m.kubeletDeleteS / m.floorDeleteS), unit: 'ratio' },
+      { case: k, metric: 'kubelet_burst_cpu_s', value: round(med(kubelets.map((kb) => kb.burstCpuS))), unit: 's' },
+      { case: k, metric: 'kubelet_burst_cpu_cores', value: round(med(kubelets.map((kb) => kb.burstCores))), unit: 'cores' },
+      { case: k, metric: 'kubelet_burst_rss_max_mb', value: round(Math.max(...kubelets.map((kb) => kb.burstRssMaxMb)), 1), unit: 'MiB' },
+      { case: k, metric: 'kubelet_delete_cpu_s', value: round(med(kubelets.map((kb) => kb.deleteCpuS))), unit: 's' },
+      { case: k, metric: 'kubelet_rest_cpu_cores', value: round(med(kubelets.map((kb) => kb.restCores)), 4), unit: 'cores' },
+      { case: k, metric: 'kubelet_rest_rss_mb', value: round(med(kubelets.map((kb) => kb.restRssMb)), 1), unit: 'MiB' },
+      { case: k, metric: 'kubelet_idle_no_pods_cpu_cores', value: round(med(kubelets.map((kb) => kb.idleCoresBefore)), 4), unit: 'cores' },
+      { case: k, metric: 'kubelet_idle_no_pods_rss_mb', value: round(med(kubelets.map((kb) => kb.idleRssBeforeMb)), 1), unit: 'MiB' },
+    );
+    return { results, floor, kubelets };
   } finally {
     await removeLeftovers(cri).catch(() => 0);
     rmSync(logsDir, { recursive: true, force: true });
     cri.close();
   }
+}
+
+/** The medians the ratios compare: every floor run against every kubelet-ts run of the same bench. */
+function realMedians(floor: BurstResult[], kubelets: KubeletBurst[]): { floorCreateS: number; floorDeleteS: number; kubeletCreateS: number; kubeletDeleteS: number } {
+  return {
+    floorCreateS: median(floor.map((f) => f.createS)),
+    floorDeleteS: median(floor.map((f) => f.deleteS)),
+    kubeletCreateS: median(kubelets.map((kb) => kb.createS)),
+    kubeletDeleteS: median(kubelets.map((kb) => kb.deleteS)),
+  };
 }
 
 // ---- simulated runtime ----
@@ -557,7 +584,7 @@ async function main(): Promise<number> {
   let real: RealResult | undefined;
   const sims: SimResult[] = [];
   if (args.real) {
-    real = await realDensity(args.pods, args.restS, log).catch((err: Error) => ({ skipped: `failed: ${err.message.split('\n')[0]}`, results: [] }));
+    real = await realDensity(args.pods, args.rounds, args.restS, log).catch((err: Error) => ({ skipped: `failed: ${err.message.split('\n')[0]}`, results: [] }));
     if (real.skipped) {
       log(`# real containerd case skipped: ${real.skipped}`);
       results.push({ case: `containerd-${args.pods}pods`, metric: 'skipped', value: 1, unit: real.skipped });
@@ -592,31 +619,35 @@ async function main(): Promise<number> {
     return { name, value: v, op, target: t, met: v !== null && (op === '<=' ? v <= t : v >= t) };
   };
   const fl = real?.floor;
-  const kb = real?.kubelet;
-  const fCreate = fl ? (fl[0]!.createS + fl[1]!.createS) / 2 : undefined;
-  const fDelete = fl ? (fl[0]!.deleteS + fl[1]!.deleteS) / 2 : undefined;
+  const kbs = real?.kubelets;
+  const m = fl?.length && kbs?.length ? realMedians(fl, kbs) : undefined;
   const sim1000 = sims.find((s) => s.pods === 1000);
   const targets: BenchTarget[] = [
-    target('startup_vs_cri_floor_100', kb && fCreate ? kb.createS / fCreate : undefined, '<=', 1.2),
-    target('delete_vs_cri_floor_100', kb && fDelete ? kb.deleteS / fDelete : undefined, '<=', 1.2),
+    target('startup_vs_cri_floor_100', m ? m.kubeletCreateS / m.floorCreateS : undefined, '<=', 1.2),
+    target('delete_vs_cri_floor_100', m ? m.kubeletDeleteS / m.floorDeleteS : undefined, '<=', 1.2),
     target('rss_mb_1000_sim', sim1000?.steadyRssMb, '<=', 150),
     target('idle_cpu_cores_1000_sim', sim1000?.steadyCores, '<=', 0.03),
   ];
 
   log('');
-  if (kb && fl && fCreate && fDelete) {
-    log(`| real containerd, ${args.pods} pods | all Running s | pod p50 s | all deleted s | vs floor (create / delete) |`);
+  if (kbs && fl && m) {
+    log(`| real containerd, ${args.pods} pods | all Running s | pod p50 s | all deleted s | vs floor median (create / delete) |`);
     log('|---|---|---|---|---|');
-    log(`| floor run 1 (direct CRI) | ${fl[0]!.createS.toFixed(2)} | ${fl[0]!.podP50S.toFixed(2)} | ${fl[0]!.deleteS.toFixed(2)} | |`);
-    log(`| kubelet-ts | ${kb.createS.toFixed(2)} | ${kb.podP50S.toFixed(2)} | ${kb.deleteS.toFixed(2)} | ${(kb.createS / fCreate).toFixed(2)} / ${(kb.deleteS / fDelete).toFixed(2)} |`);
-    log(`| floor run 2 (direct CRI) | ${fl[1]!.createS.toFixed(2)} | ${fl[1]!.podP50S.toFixed(2)} | ${fl[1]!.deleteS.toFixed(2)} | |`);
+    fl.forEach((f, i) => {
+      log(`| floor run ${i + 1} (direct CRI) | ${f.createS.toFixed(2)} | ${f.podP50S.toFixed(2)} | ${f.deleteS.toFixed(2)} | |`);
+      const kb = kbs[i];
+      if (kb) log(`| kubelet-ts run ${i + 1} | ${kb.createS.toFixed(2)} | ${kb.podP50S.toFixed(2)} | ${kb.deleteS.toFixed(2)} | ${(kb.createS / m.floorCreateS).toFixed(2)} / ${(kb.deleteS / m.floorDeleteS).toFixed(2)} |`);
+    });
+    log(`| **median** floor / kubelet-ts | ${m.floorCreateS.toFixed(2)} / ${m.kubeletCreateS.toFixed(2)} | | ${m.floorDeleteS.toFixed(2)} / ${m.kubeletDeleteS.toFixed(2)} | **${(m.kubeletCreateS / m.floorCreateS).toFixed(2)} / ${(m.kubeletDeleteS / m.floorDeleteS).toFixed(2)}** |`);
     log('');
-    log(`| kubelet-ts process | cpu s | cpu cores | RSS MiB |`);
+    log(`| kubelet-ts process (per run) | cpu s | cpu cores | RSS MiB |`);
     log('|---|---|---|---|');
-    log(`| idle, no pods (5 s) | | ${kb.idleCoresBefore.toFixed(4)} | ${kb.idleRssBeforeMb.toFixed(1)} |`);
-    log(`| burst: ${args.pods} pods to Running | ${kb.burstCpuS.toFixed(2)} | ${kb.burstCores.toFixed(3)} | ${kb.burstRssMaxMb.toFixed(1)} (max) |`);
-    log(`| at rest, ${args.pods} pods (${args.restS} s) | | ${kb.restCores.toFixed(4)} | ${kb.restRssMb.toFixed(1)} |`);
-    log(`| deletion | ${kb.deleteCpuS.toFixed(2)} | | |`);
+    kbs.forEach((kb, i) => {
+      log(`| ${i + 1}: idle, no pods (5 s) | | ${kb.idleCoresBefore.toFixed(4)} | ${kb.idleRssBeforeMb.toFixed(1)} |`);
+      log(`| ${i + 1}: burst, ${args.pods} pods to Running | ${kb.burstCpuS.toFixed(2)} | ${kb.burstCores.toFixed(3)} | ${kb.burstRssMaxMb.toFixed(1)} (max) |`);
+      log(`| ${i + 1}: at rest, ${args.pods} pods (${args.restS} s) | | ${kb.restCores.toFixed(4)} | ${kb.restRssMb.toFixed(1)} |`);
+      log(`| ${i + 1}: deletion | ${kb.deleteCpuS.toFixed(2)} | | |`);
+    });
     log('');
   }
   if (sims.length) {
@@ -635,7 +666,7 @@ async function main(): Promise<number> {
     machine: { cpus: os.cpus().length, node: process.version, kernel: os.release() },
     command: `node dist/bench/density.js ${process.argv.slice(2).filter((a) => !a.startsWith('--out') && a !== '--no-write').join(' ')}`.trim(),
     notes: [
-      'containerd-*: real containerd; host-network pods, one pause container each (exits on SIGTERM). floor = a direct CRI driver making the calls kubelet-ts makes for each pod (pod cgroup, RunPodSandbox, CreateContainer, StartContainer; StopContainer, StopPodSandbox, RemoveContainer, RemovePodSandbox, cgroup removal), every pod at once as kubelet-ts\'s per-pod workers do. Runs: floor, kubelet-ts, floor; the floor figure is the mean of its two runs.',
+      'containerd-*: real containerd; host-network pods, one pause container each (exits on SIGTERM). floor = a direct CRI driver making the calls kubelet-ts makes for each pod (pod cgroup, RunPodSandbox, CreateContainer, StartContainer; StopContainer, StopPodSandbox, RemoveContainer, RemovePodSandbox, cgroup removal), every pod at once as kubelet-ts\'s per-pod workers do. Runs alternate, floor first and last (floor, kubelet-ts, floor, ... : --rounds kubelet-ts runs, one more floor run); the ratios are the median kubelet-ts time over the median floor time, and the kubelet-ts process figures are medians of its runs (burst RSS: the max).',
       'kubelet-ts all Running = static pod files renamed into its manifest dir at once -> /pods (read-only port, polled every 100 ms) shows every pod Running with its container running. all deleted = files removed -> the runtime holds none of their sandboxes.',
       `sim-*: kubelet-ts (the CLI, its own process) against the SIMULATED CRI runtime (kubelet-ts sim-runtime, a test double: in-memory containers, nothing runs); pod cgroups are real, under a private cgroupRoot. all started = the simulator holds every sandbox and container. steady = after ${args.simSettleS} s settling (past the burst\'s optimizing compiles and memory-reducer collections), CPU (utime + stime from /proc) and median RSS over the ${args.simRestS} s rest window (a whole minute holds each once-a-minute task once).`,
       'The machine is shared (2 cores, other work running): ratios measured side by side in one run are what count.',
