@@ -8,6 +8,7 @@ import { parseQuantity } from '../api/quantity.js';
 import { allocatableReservation } from '../nodestatus/setters.js';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import type { StatsSnapshot } from '../stats/provider.js';
 import type { Summary } from '../stats/summary.js';
 import { EvictionManager, type EvictionHost, type EvictionManagerOptions } from './eviction-manager.js';
 import { parseThresholdConfig } from './thresholds.js';
@@ -37,6 +38,9 @@ export function createEvictionManager(config: EvictionConfig, memoryCapacityByte
 }
 
 /** The kubelet and stats provider as the manager's host. */
+/** What the eviction host reads of a stats snapshot (StatsSnapshot). */
+type EvictionSnapshot = Pick<StatsSnapshot, 'summary' | 'summaryOf' | 'podsWorkingSetBytes'>;
+
 export function evictionHost(
   kubelet: {
     activePods(): Pod[];
@@ -44,11 +48,19 @@ export function evictionHost(
     podTerminated(uid: string): boolean;
     events: { record(object: string, type: 'Normal' | 'Warning', reason: string, message: string): void };
   },
-  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary>; refreshDiskAccounting?(): Promise<{ summary: Summary }> },
+  stats: {
+    refresh(): Promise<EvictionSnapshot>;
+    snapshot(): Promise<EvictionSnapshot>;
+    refreshDiskAccounting?(): Promise<{ summary: Summary }>;
+  },
 ): EvictionHost {
   return {
     activePods: () => kubelet.activePods(),
-    summary: async (fresh) => (fresh ? (await stats.refresh()).summary : stats.getSummary()),
+    summary: async (fresh) => (fresh ? await stats.refresh() : await stats.snapshot()).summary,
+    observe: async (fresh, pods) => {
+      const snap = fresh ? await stats.refresh() : await stats.snapshot();
+      return { summary: snap.summaryOf(pods), podsWorkingSetBytes: snap.podsWorkingSetBytes(), full: () => snap.summary };
+    },
     ...(stats.refreshDiskAccounting ? { diskSummary: async () => (await stats.refreshDiskAccounting!()).summary } : {}),
     evictPod: (pod, grace, message, opts) => kubelet.evictPod(pod, grace, message, opts),
     podCleanedUp: (pod) => kubelet.podTerminated(pod.metadata.uid!),

@@ -87,6 +87,16 @@ function storageLimits(pod: Pod): StorageLimits {
   return l;
 }
 
+/**
+ * Whether the pod declares a limit any rule here checks (an emptyDir sizeLimit, an
+ * ephemeral-storage limit): a pod without one is never evicted here, and needs no stats.
+ */
+export function declaresLocalStorageLimits(pod: Pod): boolean {
+  const l = storageLimits(pod);
+  if (l.pod === undefined) l.pod = podEphemeralStorageLimit(pod) ?? null;
+  return l.emptyDirs.length > 0 || l.containers.size > 0 || l.pod !== null;
+}
+
 /** An emptyDir (any medium) whose measured usage is above a positive sizeLimit. */
 function emptyDirOverLimit(pod: Pod, stats: PodStats): LocalStorageViolation | undefined {
   const { emptyDirs } = storageLimits(pod);

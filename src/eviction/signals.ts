@@ -12,6 +12,8 @@ export interface ObservationInputs {
   allocatableMemory?: { capacity: bigint; reserved: bigint };
   /** When the Summary was taken (ms); figures without their own time get it. */
   now: number;
+  /** Every pod's working set summed; absent: summed from the Summary's pods (which must then be all of them). */
+  podsWorkingSetBytes?: bigint;
 }
 
 const t = (d: Date | null | undefined, now: number): number => (d ? d.getTime() : now);
@@ -28,8 +30,11 @@ export function makeSignalObservations(inputs: ObservationInputs): SignalObserva
   if (inputs.allocatableMemory !== undefined) {
     // upstream: capacity minus the reservation minus every pod's working set
     const { capacity, reserved } = inputs.allocatableMemory;
-    let used = 0n;
-    for (const p of summary.pods) used += p.memory?.workingSetBytes ?? 0n;
+    let used = inputs.podsWorkingSetBytes;
+    if (used === undefined) {
+      used = 0n;
+      for (const p of summary.pods) used += p.memory?.workingSetBytes ?? 0n;
+    }
     const pods = summary.node.systemContainers?.find((c) => c.name === SYSTEM_CONTAINER_PODS);
     set('allocatableMemory.available', { available: capacity - reserved - used, capacity, time: t(pods?.memory?.time, now) });
   }

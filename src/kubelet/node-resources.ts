@@ -16,7 +16,6 @@ import { LeanGCLister } from '../gc/lean-lists.js';
 import { ImageGCManager, runtimeSandboxImage } from '../images/image-gc.js';
 import { loadOomNative } from '../oom/oom-watcher.js';
 import type { CriClient } from '../runtime/cri-client.js';
-import type { Summary } from '../stats/summary.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { Kubelet } from './kubelet.js';
@@ -29,7 +28,7 @@ export interface NodeResourcesOptions {
   log: Logger;
   memoryCapacityBytes: number;
   kubelet: Kubelet;
-  stats: { refresh(): Promise<{ summary: Summary }>; getSummary(): Promise<Summary>; refreshDiskAccounting?(): Promise<{ summary: Summary }> };
+  stats: Parameters<typeof evictionHost>[1];
 }
 
 export interface NodeResources {

@@ -277,6 +277,7 @@ export interface FsAccountingInputs {
  */
 export function addFsAccounting(summary: Summary, inp: FsAccountingInputs): void {
   if (summary.node.runtime?.imageFs && !summary.node.runtime.containerFs) summary.node.runtime.containerFs = summary.node.runtime.imageFs;
+  if (summary.pods.length === 0) return;
   const byUid = new Map(inp.pods.map((p) => [p.metadata.uid, p]));
   for (const ps of summary.pods) {
     const pod = byUid.get(ps.podRef.uid);

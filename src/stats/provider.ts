@@ -23,6 +23,7 @@ import { WritableLayerReader } from './writable-layers.js';
 import {
   CpuRateTracker,
   buildCgroupSummary,
+  podsWorkingSetBytes,
   cgroupCpuRates,
   parseTime,
   type ContainerPlan,
@@ -97,6 +98,13 @@ export interface StatsSnapshot {
    * generation and to cost a mark-compact), only the batch's typed arrays are.
    */
   readonly summary: Summary;
+  /**
+   * A Summary of the node and only these pods (built now, not shared): a consumer that needs a
+   * few pods' stats does not build every pod's.
+   */
+  summaryOf(uids: ReadonlySet<string>): Summary;
+  /** The sum of the pods' working sets, as the Summary's pods would add up (built from the batch). */
+  podsWorkingSetBytes(): bigint;
   /** The cgroup batch read for it and each row's cgroup path (for consumers needing more fields). */
   cgroups: { paths: string[]; batch: CgroupSampleBatch };
   /** Wall time the snapshot took, ms. */
@@ -106,13 +114,24 @@ export interface StatsSnapshot {
 /** A snapshot whose Summary is built on demand (see StatsSnapshot.summary). */
 class CollectedSnapshot implements StatsSnapshot {
   #summary?: Summary;
+  #podsWorkingSet?: bigint;
   constructor(
     readonly time: Date,
     readonly backend: StatsBackendName,
     readonly cgroups: StatsSnapshot['cgroups'],
     readonly durationMs: number,
-    readonly build: () => Summary,
+    /** The Summary, of every pod or of `only`. */
+    readonly build: (only?: ReadonlySet<string>) => Summary,
+    readonly sumPodsWorkingSet: () => bigint,
   ) {}
+
+  summaryOf(uids: ReadonlySet<string>): Summary {
+    return this.build(uids);
+  }
+
+  podsWorkingSetBytes(): bigint {
+    return (this.#podsWorkingSet ??= this.sumPodsWorkingSet());
+  }
 
   get summary(): Summary {
     let s = this.#summary;
@@ -523,13 +542,20 @@ export class StatsProvider {
     const criPods = criResponses ? buildCriPodStats(criResponses, time, this.#criRates, imageFs) : undefined;
     const account = this.#account(cri);
     const nodeFs = node.figures.fs;
-    const build = (): Summary => {
-      const summary = buildCgroupSummary(plan, batch, node.figures, time, rates);
-      if (criPods) summary.pods = criPods;
+    const build = (only?: ReadonlySet<string>): Summary => {
+      const of = only ? { ...plan, pods: plan.pods.filter((p) => only.has(p.podRef.uid)) } : plan;
+      const summary = buildCgroupSummary(of, batch, node.figures, time, rates);
+      if (criPods) summary.pods = only ? criPods.filter((p) => only.has(p.podRef.uid)) : criPods;
       account?.(summary, nodeFs, imageFs);
       return summary;
     };
-    return new CollectedSnapshot(time, backend, { paths, batch }, performance.now() - started, build);
+    const sumPodsWorkingSet = (): bigint => {
+      if (!criPods) return podsWorkingSetBytes(plan, batch);
+      let sum = 0n;
+      for (const p of criPods) sum += p.memory?.workingSetBytes ?? 0n;
+      return sum;
+    };
+    return new CollectedSnapshot(time, backend, { paths, batch }, performance.now() - started, build, sumPodsWorkingSet);
   }
 
   /**

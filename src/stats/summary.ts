@@ -392,6 +392,20 @@ export function cgroupCpuRates(plan: SummaryPlan, batch: CgroupSampleBatch, node
 }
 
 /**
+ * The working set of every pod the Summary would report with memory figures (its pod cgroup
+ * read, with a usage), summed from the batch without building their stats.
+ */
+export function podsWorkingSetBytes(plan: SummaryPlan, batch: CgroupSampleBatch): bigint {
+  let sum = 0n;
+  for (const p of plan.pods) {
+    if (p.row < 0 || p.row >= batch.count || !batch.ok(p.row)) continue;
+    const m = cgroupMemoryFigures(batch, p.row);
+    if (m.usage !== undefined) sum += workingSetBytes(m.usage, m.inactiveFile);
+  }
+  return sum;
+}
+
+/**
  * The Summary of one snapshot: node from the root cgroup (falling back to /proc figures),
  * pods from their pod cgroups, containers from theirs. Cgroups reported missing (the
  * container exited meanwhile) are left out. `rates` is the snapshot's (cgroupCpuRates), or a

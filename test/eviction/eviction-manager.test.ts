@@ -331,3 +331,62 @@ describe('eviction manager', () => {
     assert.equal(memcgUsageThreshold(t!, { usageBytes: 1n }), undefined);
   });
 });
+
+/** A host that also serves observe(): the node with only the asked pods, their working sets summed from all. */
+class ObservingHost extends Host {
+  asked: string[][] = [];
+  fullBuilds = 0;
+  volumeUse = new Map<string, { volume: string; bytes: bigint }>();
+  override async summary(): Promise<Summary> {
+    const s = await super.summary();
+    for (const ps of s.pods) {
+      const v = this.volumeUse.get(ps.podRef.name);
+      if (v) ps.volume = [{ name: v.volume, usedBytes: v.bytes, time: new Date(0) }];
+    }
+    return s;
+  }
+  async observe(_fresh: boolean, pods: ReadonlySet<string>) {
+    this.asked.push([...pods].sort());
+    const all = await this.summary();
+    this.summaries--; // one snapshot: counted once by the test through asked
+    let ws = 0n;
+    for (const p of all.pods) ws += p.memory?.workingSetBytes ?? 0n;
+    return {
+      summary: { node: all.node, pods: all.pods.filter((p) => pods.has(p.podRef.uid)) },
+      podsWorkingSetBytes: ws,
+      full: () => { this.fullBuilds++; return all; },
+    };
+  }
+}
+
+describe('eviction manager with observe()', () => {
+  it('asks for the stats of the pods a local storage limit applies to only, and evicts the one over its emptyDir sizeLimit', async () => {
+    const host = new ObservingHost();
+    const plain = pod('plain');
+    const limited: Pod = { ...pod('limited'), spec: { ...pod('limited').spec, volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Mi' } }] } };
+    host.pods = [plain, limited];
+    host.volumeUse.set('limited', { volume: 'scratch', bytes: 2n * MI });
+    const { m } = manager(host, hard({ 'memory.available': '100Mi' }));
+    const r = await m.synchronize();
+    assert.deepEqual(host.asked, [['uid-limited']]);
+    assert.equal(r.evicted?.metadata.name, 'limited');
+    assert.deepEqual(host.evicted.map((e) => e.message), ['Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ']);
+    assert.equal(host.fullBuilds, 0, 'no pressure: every pod\'s stats were never built');
+  });
+
+  it('ranks under memory pressure on the whole Summary, and measures allocatable memory against every pod\'s working set', async () => {
+    const host = new ObservingHost();
+    const be = pod('be');
+    const burst = pod('burst', { requests: '100Mi' });
+    host.pods = [burst, be];
+    host.ws.set('be', GI).set('burst', 200n * MI);
+    host.nodeAvailable = 50n * MI;
+    const { m } = manager(host, hard({ 'memory.available': '100Mi' }), { allocatableMemory: { capacity: 2n * GI, reserved: 0n } });
+    const r = await m.synchronize();
+    assert.deepEqual(host.asked, [[]], 'no pod declares a local storage limit');
+    assert.equal(r.evicted?.metadata.name, 'be');
+    assert.equal(host.fullBuilds, 1);
+    // 2Gi - (1Gi + 200Mi) of every pod, though the observed Summary held none of them
+    assert.equal(m.observations().get('allocatableMemory.available')?.available, 2n * GI - GI - 200n * MI);
+  });
+});

@@ -272,6 +272,22 @@ describe('StatsProvider', () => {
     }
   });
 
+  it('summaryOf builds the node and the asked pods only, as the whole Summary shows them; podsWorkingSetBytes sums every pod', async () => {
+    const p = provider();
+    const snap = await p.refresh();
+    const whole = snap.summary;
+    assert.ok(whole.pods.length >= 2, 'the fixture has pods to leave out');
+    const one = whole.pods[1]!.podRef.uid;
+    const part = snap.summaryOf(new Set([one]));
+    assert.deepEqual(part.node, whole.node);
+    assert.deepEqual(part.pods, [whole.pods[1]]);
+    assert.deepEqual(snap.summaryOf(new Set()).pods, []);
+    let ws = 0n;
+    for (const ps of whole.pods) ws += ps.memory?.workingSetBytes ?? 0n;
+    assert.ok(ws > 0n);
+    assert.equal(snap.podsWorkingSetBytes(), ws);
+  });
+
   it('lets concurrent callers share the read in flight', async () => {
     let release!: () => void;
     reader.gate = new Promise((r) => { release = r; });
