@@ -4,6 +4,25 @@
 
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
+import {
+  ACK,
+  CONTINUATION,
+  DATA,
+  END_HEADERS,
+  END_STREAM,
+  GOAWAY,
+  HEADERS,
+  MAX_HEADER_BLOCK,
+  PADDED,
+  PING,
+  PREFACE,
+  PRIORITY,
+  PUSH_PROMISE,
+  RST_STREAM,
+  SETTINGS,
+  frameHeader,
+  h2ErrorName,
+} from './h2-frames.js';
 import { HpackDecoder, hpackLiteral } from './hpack.js';
 import type { GrpcProbeRequest, ProbeOutcome } from './probe.js';
 import { hostPort, reset } from './sockets.js';
@@ -77,38 +96,11 @@ function grpcMessageFrame(service: string): Buffer {
 
 const grpcTimeout = (ms: number): string => `${Math.max(1, Math.ceil(ms))}m`;
 
-// HTTP/2 (RFC 9113) as the lean client needs it.
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-const DATA = 0;
-const HEADERS = 1;
-const RST_STREAM = 3;
-const SETTINGS = 4;
-const PUSH_PROMISE = 5;
-const PING = 6;
-const GOAWAY = 7;
-const CONTINUATION = 9;
-const END_STREAM = 0x1;
-const ACK = 0x1;
-const END_HEADERS = 0x4;
-const PADDED = 0x8;
-const PRIORITY = 0x20;
+// HTTP/2 (RFC 9113) as the lean client needs it, beyond the shared framing (h2-frames.ts).
 /** SETTINGS_MAX_FRAME_SIZE this side keeps (the protocol's default). */
 const MAX_FRAME = 16384;
 /** The most of a response body kept: a health answer is a few bytes, and the default window bounds it anyway. */
 const MAX_BODY = 65535;
-/** The most bytes of one header block (HEADERS and its CONTINUATIONs): a flood of CONTINUATION frames fails the probe. */
-const MAX_HEADER_BLOCK = 64 * 1024;
-/** Names of HTTP/2 error codes as Node's client reports them in a stream error. */
-const H2_ERRORS = ['NO_ERROR', 'PROTOCOL_ERROR', 'INTERNAL_ERROR', 'FLOW_CONTROL_ERROR', 'SETTINGS_TIMEOUT', 'STREAM_CLOSED', 'FRAME_SIZE_ERROR', 'REFUSED_STREAM', 'CANCEL', 'COMPRESSION_ERROR', 'CONNECT_ERROR', 'ENHANCE_YOUR_CALM', 'INADEQUATE_SECURITY', 'HTTP_1_1_REQUIRED'];
-
-function frameHeader(b: Buffer, at: number, len: number, type: number, flags: number, stream: number): void {
-  b.writeUIntBE(len, at, 3);
-  b[at + 3] = type;
-  b[at + 4] = flags;
-  b.writeUInt32BE(stream, at + 5);
-}
-
-
 
 /**
  * Everything the client sends, in one write: the preface, SETTINGS (no push), the request's
@@ -213,7 +205,7 @@ export class H2cCall {
     switch (type) {
       case RST_STREAM: {
         const code = payload.length >= 4 ? payload.readUInt32BE(0) : 2;
-        throw new H2Error(`Stream closed with error code ${H2_ERRORS[code] ? `NGHTTP2_${H2_ERRORS[code]}` : code}`);
+        throw new H2Error(`Stream closed with error code ${h2ErrorName(code)}`);
       }
       case HEADERS: {
         let p = unpad(flags, payload);

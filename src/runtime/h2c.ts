@@ -7,28 +7,33 @@
 
 import net from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import {
+  ACK,
+  CONTINUATION,
+  DATA,
+  END_HEADERS,
+  END_STREAM,
+  GOAWAY,
+  HEADERS,
+  MAX_HEADER_BLOCK,
+  PADDED,
+  PING,
+  PREFACE,
+  PRIORITY,
+  PUSH_PROMISE,
+  RST_STREAM,
+  SETTINGS,
+  WINDOW_UPDATE,
+  frameHeader,
+  h2ErrorName,
+} from '../../workers/h2-frames.js';
 import { HpackDecoder, hpackLiteral } from '../../workers/hpack.js';
 import { criEndpointToTarget } from './endpoint.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { KubeletError } from '../util/errors.js';
 import { grpcMessage, grpcTimeout, httpToGrpc, type UnaryStatus, type UnaryTransport } from './unary.js';
 
-// HTTP/2 (RFC 9113) as this client needs it.
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-const DATA = 0;
-const HEADERS = 1;
-const RST_STREAM = 3;
-const SETTINGS = 4;
-const PUSH_PROMISE = 5;
-const PING = 6;
-const GOAWAY = 7;
-const WINDOW_UPDATE = 8;
-const CONTINUATION = 9;
-const END_STREAM = 0x1;
-const ACK = 0x1;
-const END_HEADERS = 0x4;
-const PADDED = 0x8;
-const PRIORITY = 0x20;
+// HTTP/2 (RFC 9113) as this client needs it, beyond the framing it shares (workers/h2-frames.ts).
 const SETTINGS_HEADER_TABLE_SIZE = 1;
 const SETTINGS_ENABLE_PUSH = 2;
 const SETTINGS_MAX_CONCURRENT_STREAMS = 3;
@@ -46,19 +51,6 @@ const DEFAULT_FRAME = 16_384;
 const READ_BUFFER = 64 * 1024;
 const MAX_WINDOW = 0x7fff_ffff;
 const MAX_STREAM_ID = 0x7fff_ffff;
-/** The most bytes of one header block (HEADERS and its CONTINUATIONs): a CONTINUATION flood ends the connection. */
-const MAX_HEADER_BLOCK = 64 * 1024;
-const H2_ERRORS = ['NO_ERROR', 'PROTOCOL_ERROR', 'INTERNAL_ERROR', 'FLOW_CONTROL_ERROR', 'SETTINGS_TIMEOUT', 'STREAM_CLOSED', 'FRAME_SIZE_ERROR', 'REFUSED_STREAM', 'CANCEL', 'COMPRESSION_ERROR', 'CONNECT_ERROR', 'ENHANCE_YOUR_CALM', 'INADEQUATE_SECURITY', 'HTTP_1_1_REQUIRED'];
-const h2ErrorName = (code: number): string => (H2_ERRORS[code] ? `NGHTTP2_${H2_ERRORS[code]}` : String(code));
-
-function frameHeader(b: Buffer, at: number, len: number, type: number, flags: number, stream: number): void {
-  b[at] = (len >>> 16) & 0xff;
-  b[at + 1] = (len >>> 8) & 0xff;
-  b[at + 2] = len & 0xff;
-  b[at + 3] = type;
-  b[at + 4] = flags;
-  b.writeUInt32BE(stream, at + 5);
-}
 
 function frame(type: number, flags: number, stream: number, payload?: Buffer): Buffer {
   const b = Buffer.allocUnsafe(9 + (payload?.length ?? 0));
@@ -72,8 +64,6 @@ function u32(v: number): Buffer {
   b.writeUInt32BE(v >>> 0, 0);
   return b;
 }
-
-
 
 /** The request header block of a gRPC unary call: the fields node:http2's path sent. */
 export function requestHeaderBlock(path: string, timeout: string): Buffer {

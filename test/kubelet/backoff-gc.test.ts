@@ -4,25 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ImageManager } from '../../src/images/image-manager.js';
-import { RuntimeManager, type RuntimeManagerOptions } from '../../src/runtime/runtime-manager.js';
 import { FakeClock } from '../../src/util/clock.js';
-import { loggerDouble, mkPod } from './doubles.js';
+import { loggerDouble, mkPod, runtimeManagerOn } from './doubles.js';
 
 test('gcBackoff drops restart backoff entries quiet for twice the cap, keeps recent ones, and GCs the pull backoff', () => {
   const clock = new FakeClock();
   let imageGCs = 0;
-  const rm = new RuntimeManager({
-    cri: {} as RuntimeManagerOptions['cri'],
-    images: { ensureImageExists: async () => 'sha256:x', gcBackoff: () => void imageGCs++ },
-    clock,
-    log: loggerDouble(),
-    nodeName: 'node-a',
-    hostIPs: () => ['10.0.0.1'],
-    memoryCapacityBytes: 1 << 30,
-    podLogsDir: '/nonexistent/logs',
-    rootDir: '/nonexistent/root',
-    ensurePodCgroup: async () => '/kubepods/pod',
-  });
+  const rm = runtimeManagerOn({}, clock, { ensureImageExists: async () => 'sha256:x', gcBackoff: () => void imageGCs++ });
   const gone = mkPod('gone');
   const live = mkPod('live');
   const goneKey = rm.backoffKey(gone, gone.spec.containers[0]!);

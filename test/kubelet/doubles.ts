@@ -10,6 +10,7 @@ import type { KnownPod, PodLifecycleEvent, PodLifecycleEventGenerator } from '..
 import type { PodUpdate } from '../../src/sources/pod-config.js';
 import type { KubeletRuntime, PodSyncResult, RuntimePodStatus } from '../../src/runtime/types.js';
 import { Registry } from '../../src/metrics/registry.js';
+import { RuntimeManager, type RuntimeManagerOptions } from '../../src/runtime/runtime-manager.js';
 import { FakeClock } from '../../src/util/clock.js';
 import type { Logger } from '../../src/util/log.js';
 
@@ -195,4 +196,20 @@ export function harness(rootDir: string): Harness {
     },
   };
   return h;
+}
+
+/** A RuntimeManager on this CRI double (only the calls a test makes need exist), with no image work and paths that are never touched. */
+export function runtimeManagerOn(cri: Partial<RuntimeManagerOptions['cri']>, clock = new FakeClock(), images?: RuntimeManagerOptions['images']): RuntimeManager {
+  return new RuntimeManager({
+    cri: cri as RuntimeManagerOptions['cri'],
+    images: images ?? { ensureImageExists: async () => 'sha256:x', gcBackoff: () => undefined },
+    clock,
+    log: loggerDouble(),
+    nodeName: 'node-a',
+    hostIPs: () => ['10.0.0.1'],
+    memoryCapacityBytes: 1 << 30,
+    podLogsDir: '/nonexistent/logs',
+    rootDir: '/nonexistent/root',
+    ensurePodCgroup: async () => '/kubepods/pod',
+  });
 }

@@ -3,29 +3,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RuntimeManager, type RuntimeManagerOptions } from '../../src/runtime/runtime-manager.js';
+import type { RuntimeManager } from '../../src/runtime/runtime-manager.js';
 import type { RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
-import { FakeClock } from '../../src/util/clock.js';
-import { loggerDouble } from '../kubelet/doubles.js';
+import { runtimeManagerOn } from '../kubelet/doubles.js';
 
 function manager(calls: string[]): RuntimeManager {
   const record = (name: string) => async (id: string): Promise<void> => void calls.push(`${name} ${id}`);
-  return new RuntimeManager({
-    cri: {
-      removeContainer: record('RemoveContainer'),
-      stopPodSandbox: record('StopPodSandbox'),
-      removePodSandbox: record('RemovePodSandbox'),
-    } as unknown as RuntimeManagerOptions['cri'],
-    images: { ensureImageExists: async () => 'sha256:x', gcBackoff: () => undefined },
-    clock: new FakeClock(),
-    log: loggerDouble(),
-    nodeName: 'node-a',
-    hostIPs: () => ['10.0.0.1'],
-    memoryCapacityBytes: 1 << 30,
-    podLogsDir: '/nonexistent/logs',
-    rootDir: '/nonexistent/root',
-    ensurePodCgroup: async () => '/kubepods/pod',
-  });
+  return runtimeManagerOn({ removeContainer: record('RemoveContainer'), stopPodSandbox: record('StopPodSandbox'), removePodSandbox: record('RemovePodSandbox') });
 }
 
 function sandbox(id: string, state: SandboxRuntimeStatus['state']): SandboxRuntimeStatus {
