@@ -341,13 +341,13 @@ export class EvictionManager {
     const configured = this.#o.thresholds;
     const localStorage = this.#o.localStorageCapacityIsolation !== false;
     if (configured.length === 0 && !localStorage) return { thresholdsMet: [] };
+    // the pods a local storage rule can evict: only they declare a limit one checks
+    const storagePods = localStorage ? host.activePods().filter(declaresLocalStorageLimits) : [];
     let summary: Summary;
     let full: () => Summary;
     let podsWorkingSetBytes: bigint | undefined;
     if (host.observe) {
-      const wanted = new Set<string>();
-      if (localStorage) for (const p of host.activePods()) if (declaresLocalStorageLimits(p)) wanted.add(p.metadata.uid!);
-      const observed = await host.observe(fresh, wanted);
+      const observed = await host.observe(fresh, new Set(storagePods.map((p) => p.metadata.uid!)));
       summary = observed.summary;
       podsWorkingSetBytes = observed.podsWorkingSetBytes;
       let whole: Summary | undefined;
@@ -383,7 +383,7 @@ export class EvictionManager {
     };
     // upstream: local storage limits come first, and an eviction for them ends the pass
     if (localStorage) {
-      const evicted = this.#localStorageEviction(host.activePods(), statsFunc);
+      const evicted = this.#localStorageEviction(storagePods, statsFunc);
       if (evicted.length > 0) return done({ ...result, evicted: evicted[0], evictedPods: evicted });
     }
     if (due.length === 0) return done(result);
