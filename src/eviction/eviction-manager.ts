@@ -292,13 +292,15 @@ export class EvictionManager {
 
   async #tick(): Promise<void> {
     this.#timer = undefined;
-    const r = await this.#run(false, 'housekeeping');
-    if (!this.#running) return;
-    if (r?.evicted) await this.#waitForPodCleanup(r.evictedPods ?? [r.evicted]);
+    await this.#run(false, 'housekeeping');
     this.#schedule(this.#period);
   }
 
-  /** One pass at a time; a request during a pass runs once after it. */
+  /**
+   * One pass at a time; a request during a pass runs once after it. A pass that evicted holds
+   * every other one (the loop's, a notification's) until the evicted pods are cleaned up: until
+   * then the stats still count what they hold, and a pass would evict the next pod for it.
+   */
   #run(fresh: boolean, reason: string): Promise<SynchronizeResult | undefined> {
     if (this.#busy) {
       this.#rerun = { fresh: fresh || (this.#rerun?.fresh ?? false) };
@@ -308,6 +310,10 @@ export class EvictionManager {
       .catch((err: unknown) => {
         this.#o.log.error('Eviction manager: failed to synchronize', { err: (err as Error).message });
         return undefined;
+      })
+      .then(async (r) => {
+        if (r?.evicted && this.#running) await this.#waitForPodCleanup(r.evictedPods ?? [r.evicted]);
+        return r;
       })
       .finally(() => {
         this.#busy = undefined;

@@ -280,6 +280,40 @@ describe('eviction manager', () => {
     m.stop();
   });
 
+  it('after a notification\'s eviction, no pass evicts again until the evicted pod is cleaned up', async () => {
+    const host = new Host();
+    host.pods = [pod('guar', { requests: '64Mi', limits: '64Mi' }), pod('be')];
+    host.ws.set('be', GI).set('guar', 10n * MI);
+    let onCross: ((key: string) => void) | undefined;
+    const notifier: MemcgThresholdNotifier = { setThreshold: () => undefined, close: () => undefined };
+    const { m, clock } = manager(host, hard({ 'memory.available': '100Mi' }), { memcgNotifier: (cb) => { onCross = cb; return notifier; } });
+    m.start();
+    clock.step(0);
+    await settle();
+    host.nodeAvailable = 10n * MI;
+    host.cleaned = false;
+    onCross!('memory.available/hard');
+    await settle();
+    assert.deepEqual(host.evicted.map((e) => e.pod), ['be']);
+    // the hog's memory is still counted while its container stops: the loop's pass and a
+    // second notification wait, and the Guaranteed pod stays
+    const passes = host.summaries;
+    clock.step(10_000);
+    await settle();
+    onCross!('memory.available/hard');
+    await settle();
+    assert.equal(host.summaries, passes);
+    assert.deepEqual(host.evicted.map((e) => e.pod), ['be']);
+    // cleaned up and the memory back: the waiting passes run and evict nothing
+    host.cleaned = true;
+    host.nodeAvailable = 2n * GI;
+    clock.step(1_000);
+    await settle();
+    assert.ok(host.summaries > passes);
+    assert.deepEqual(host.evicted.map((e) => e.pod), ['be']);
+    m.stop();
+  });
+
   it('with a dedicated image filesystem, nodefs pressure evicts without reclaim and imagefs pressure reclaims', async () => {
     const host = new Host();
     host.pods = [pod('be')];
