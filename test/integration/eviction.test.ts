@@ -116,7 +116,8 @@ describe('eviction on containerd under memory pressure', () => {
     }, WAIT, 'the hog container to stop');
     await new Promise((r) => setTimeout(r, 5_000));
     const g = await podNamed('guaranteed');
-    assert.equal(g?.status?.phase, 'Running');
+    assert.equal(g?.status?.phase, 'Running', `the Guaranteed pod: ${g?.status?.reason ?? ''} ${g?.status?.message ?? ''}\n` +
+      kubelet.logs().split('\n').filter((l) => /Eviction manager/.test(l)).join('\n'));
     const gcs = await cri.listContainers({ label_selector: { 'io.kubernetes.pod.uid': g!.metadata.uid! } });
     assert.ok(gcs.some((c) => c.state === 'CONTAINER_RUNNING'));
 
