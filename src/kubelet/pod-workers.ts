@@ -9,8 +9,9 @@ import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import type { RuntimePodStatus } from '../runtime/types.js';
-import type { Clock } from '../util/clock.js';
+import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { syncErrorBackoffMs } from './pod-sync.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 
@@ -55,6 +56,8 @@ interface WorkerState {
   finished: boolean;
   /** The pod was added again while it was being removed: start it afresh once finished. */
   restartWith?: Pod;
+  /** A removed pod's failed step is tried again by this timer (no source sends it again). */
+  retry?: Timer;
 }
 
 export interface PodWorkersOptions {
@@ -64,6 +67,11 @@ export interface PodWorkersOptions {
   log: Logger;
   /** Called when a sync failed and the pod should be retried later. */
   onError?: (pod: Pod, err: Error) => void;
+  /**
+   * When a removed pod's failed kill or cleanup is tried again (the worker retries it itself:
+   * no source or resync sends a removed pod again). Default: upstream's jittered backoff.
+   */
+  retryBackoffMs?: () => number;
 }
 
 export class PodWorkers {
@@ -170,7 +178,11 @@ export class PodWorkers {
   /** No new work starts after this; work in flight finishes or is abandoned by its owner's signal. */
   stop(): void {
     this.stopped = true;
-    for (const w of this.workers.values()) w.pending = undefined;
+    for (const w of this.workers.values()) {
+      w.pending = undefined;
+      w.retry?.cancel();
+      w.retry = undefined;
+    }
     this.notifyIdle();
   }
 
@@ -185,6 +197,8 @@ export class PodWorkers {
   }
 
   private forget(uid: string, w: WorkerState): void {
+    w.retry?.cancel();
+    w.retry = undefined;
     this.workers.delete(uid);
     const names = this.byFullName.get(w.fullName);
     names?.delete(uid);
@@ -230,6 +244,17 @@ export class PodWorkers {
     });
   }
 
+  /** A removed pod's kill or cleanup failed: its worker tries the step again after a backoff. */
+  private retryLater(uid: string, w: WorkerState): void {
+    if (this.stopped || w.retry) return;
+    w.retry = this.opts.clock.setTimeout(() => {
+      w.retry = undefined;
+      if (this.workers.get(uid) !== w || w.finished) return;
+      w.pending ??= { updateType: 'kill', pod: w.pod, removed: true };
+      this.kick(uid);
+    }, (this.opts.retryBackoffMs ?? syncErrorBackoffMs)());
+  }
+
   private async run(uid: string, w: WorkerState): Promise<void> {
     w.pending = undefined;
     const log = this.opts.log.with({ pod: w.fullName, podUID: uid });
@@ -269,6 +294,7 @@ export class PodWorkers {
     } catch (err) {
       log.error('Error syncing pod, skipping', { err: (err as Error).message });
       this.opts.onError?.(w.pod, err as Error);
+      if (w.removed) this.retryLater(uid, w);
     } finally {
       // As upstream: the next sync waits for a status read after this one finished, so it
       // sees what this sync did (a read taken mid-sync would not).

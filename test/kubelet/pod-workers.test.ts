@@ -19,6 +19,9 @@ interface Rig {
   errors: string[];
   /** Max hooks running at once per UID. */
   maxConcurrent: Map<string, number>;
+  /** Per hook name and UID: how many of its next calls fail. */
+  failures: Map<string, number>;
+  clock: FakeClock;
 }
 
 function rig(): Rig {
@@ -32,6 +35,7 @@ function rig(): Rig {
   const errors: string[] = [];
   const running = new Map<string, number>();
   const maxConcurrent = new Map<string, number>();
+  const failures = new Map<string, number>();
   const wrap = async (name: string, pod: Pod, extra = ''): Promise<void> => {
     const uid = pod.metadata.uid!;
     running.set(uid, (running.get(uid) ?? 0) + 1);
@@ -40,6 +44,11 @@ function rig(): Rig {
     try {
       const h = holds.get(`${name} ${uid}`);
       if (h) await h.promise;
+      const left = failures.get(`${name} ${uid}`) ?? 0;
+      if (left > 0) {
+        failures.set(`${name} ${uid}`, left - 1);
+        throw new Error(`${name} failed`);
+      }
     } finally {
       running.set(uid, running.get(uid)! - 1);
     }
@@ -52,8 +61,10 @@ function rig(): Rig {
     syncTerminatingPod: async (pod, _s, grace) => wrap('terminating', pod, grace === undefined ? '' : ` grace=${grace}`),
     syncTerminatedPod: async (pod, _s, removed) => wrap('terminated', pod, removed ? ' removed' : ''),
   };
-  const workers = new PodWorkers({ hooks, cache, clock, log: loggerDouble(), onError: (pod, err) => void errors.push(`${pod.metadata.uid}: ${err.message}`) });
-  return { workers, calls, holds, terminal, errors, maxConcurrent };
+  const workers = new PodWorkers({
+    hooks, cache, clock, log: loggerDouble(), onError: (pod, err) => void errors.push(`${pod.metadata.uid}: ${err.message}`), retryBackoffMs: () => 10_000,
+  });
+  return { workers, calls, holds, terminal, errors, maxConcurrent, failures, clock };
 }
 
 test('create syncs the pod; kill with removal terminates, cleans up and finishes the worker', async () => {
@@ -72,6 +83,45 @@ test('create syncs the pod; kill with removal terminates, cleans up and finishes
   assert.deepEqual(r.workers.knownPods(), [], 'a finished worker is no longer a live pod');
   r.workers.forgetFinished();
   assert.equal(r.workers.has('u1'), false);
+});
+
+test('a removed pod whose kill or cleanup fails is tried again by its worker until it finishes', async () => {
+  const r = rig();
+  const pod = mkPod('u1');
+  r.workers.updatePod({ updateType: 'create', pod });
+  await r.workers.idle();
+  r.failures.set('terminating u1', 1).set('terminated u1', 1);
+  r.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1']);
+  assert.deepEqual(r.errors, ['u1: terminating failed']);
+  // no source sends a removed pod again: the worker retries after its backoff
+  r.clock.step(9_999);
+  await settle();
+  assert.equal(r.calls.length, 2);
+  r.clock.step(1);
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync u1', 'terminating u1', 'terminating u1', 'terminated u1 removed']);
+  assert.equal(r.workers.isKnown('u1'), true, 'the failed cleanup leaves the worker live');
+  r.clock.step(10_000);
+  await r.workers.idle();
+  assert.deepEqual(r.calls.slice(4), ['terminated u1 removed']);
+  assert.deepEqual(r.errors, ['u1: terminating failed', 'u1: terminated failed']);
+  assert.deepEqual(r.workers.knownPods(), []);
+  // finished: nothing more is retried, and a stopped worker set retries nothing
+  r.clock.step(60_000);
+  await settle();
+  assert.equal(r.calls.length, 5);
+  const s = rig();
+  s.workers.updatePod({ updateType: 'create', pod });
+  await s.workers.idle();
+  s.failures.set('terminating u1', 1);
+  s.workers.updatePod({ updateType: 'kill', pod, removed: true });
+  await s.workers.idle();
+  s.workers.stop();
+  s.clock.step(60_000);
+  await settle();
+  assert.deepEqual(s.calls, ['sync u1', 'terminating u1']);
 });
 
 test('a pod that reaches a terminal phase terminates once; its removal later runs the cleanup', async () => {
