@@ -275,7 +275,11 @@ export class Kubelet {
    * in its status, naming that pod and why; the reason goes once the pod starts.
    */
   private setWaitingStatus(pod: Pod, on: WaitingOn | undefined): void {
-    const prev = this.statusManager.getPodStatus(pod.metadata.uid!) ?? pod.status ?? {};
+    const uid = pod.metadata.uid!;
+    // never synced: what its first sync would show with nothing in the runtime (Pending, waiting containers)
+    const prev = this.statusManager.getPodStatus(uid) ?? this.syncer.generateStatus(pod, {
+      uid, name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '', ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 0,
+    });
     if (prev.phase === 'Failed' || prev.phase === 'Succeeded') return;
     if (!on) {
       if (prev.reason !== PREVIOUS_POD_NOT_TERMINATED) return;

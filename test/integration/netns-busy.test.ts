@@ -93,6 +93,8 @@ describe('a pod sandbox the runtime cannot stop', () => {
       return p && p.metadata.uid !== oldUID && p.status?.reason === 'PreviousPodNotTerminated' ? p : undefined;
     }, WAIT, 'the replacement to say what it waits on');
     assert.equal(waiting.status?.phase, 'Pending');
+    assert.equal(waiting.status?.qosClass, 'BestEffort', 'the rest of the status is what a first sync shows');
+    assert.equal(waiting.status?.containerStatuses?.[0]?.state.waiting?.reason, 'ContainerCreating');
     assert.match(waiting.status?.message ?? '', new RegExp(`previous pod default/${fullName} \\(UID ${oldUID}\\)`));
     assert.match(waiting.status?.message ?? '', /device or resource busy/);
     const stuck = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': oldUID } });
