@@ -92,8 +92,8 @@ export interface PodWorkersOptions {
   recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
   /**
    * A pod that cannot start because a namesake (same full name, other UID) has not terminated
-   * and that namesake's last step failed: called with what it waits on, again when that changes,
-   * and with undefined once the pod starts.
+   * and that namesake's last step failed: called with what it waits on (again on each update of
+   * the waiting pod and each failure of the namesake), and with undefined once the pod starts.
    */
   onWaiting?: (pod: Pod, waitingOn: WaitingOn | undefined) => void;
 }
@@ -236,7 +236,7 @@ export class PodWorkers {
     return [...names].filter((other) => other !== uid);
   }
 
-  /** The namesake this pod must wait for (one still terminating, or removed and not finished). */
+  /** The namesake this pod must wait for: one terminating, or removed and not yet terminated. */
   private blockedByOtherUID(uid: string, w: WorkerState): string | undefined {
     if (w.phase !== 'sync') return undefined;
     for (const other of this.namesakes(uid, w.fullName)) {
