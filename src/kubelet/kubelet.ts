@@ -31,7 +31,7 @@ import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
 import { PodSyncer, syncErrorBackoffMs } from './pod-sync.js';
-import { PodWorkers } from './pod-workers.js';
+import { PodWorkers, PREVIOUS_POD_NOT_TERMINATED, type WaitingOn } from './pod-workers.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
@@ -249,6 +249,8 @@ export class Kubelet {
         },
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, syncErrorBackoffMs()),
+      recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
+      onWaiting: (pod, on) => this.setWaitingStatus(pod, on),
     });
     this.syncLoop = new SyncLoop({
       clock: this.clock,
@@ -266,6 +268,27 @@ export class Kubelet {
       },
       onPodsChanged: () => void this.mirrorPods?.reconcile(),
     });
+  }
+
+  /**
+   * A pod held back by a namesake that cannot be stopped (a static pod's previous UID) says so
+   * in its status, naming that pod and why; the reason goes once the pod starts.
+   */
+  private setWaitingStatus(pod: Pod, on: WaitingOn | undefined): void {
+    const uid = pod.metadata.uid!;
+    // never synced: what its first sync would show with nothing in the runtime (Pending, waiting containers)
+    const prev = this.statusManager.getPodStatus(uid) ?? this.syncer.generateStatus(pod, {
+      uid, name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '', ips: [], sandboxStatuses: [], containerStatuses: [], timestamp: 0,
+    });
+    if (prev.phase === 'Failed' || prev.phase === 'Succeeded') return;
+    if (!on) {
+      if (prev.reason !== PREVIOUS_POD_NOT_TERMINATED) return;
+      const { reason: _r, message: _m, ...rest } = prev;
+      this.statusManager.setPodStatus(pod, rest);
+      return;
+    }
+    const message = `waiting for the previous pod ${podFullName(on.pod)} (UID ${on.pod.metadata.uid}) to terminate: it cannot be stopped: ${on.error}`;
+    this.statusManager.setPodStatus(pod, { ...prev, phase: prev.phase ?? 'Pending', reason: PREVIOUS_POD_NOT_TERMINATED, message });
   }
 
   /** Where the node's pressure conditions come from (the eviction manager). */

@@ -65,6 +65,9 @@ export interface PodSyncerOptions {
 }
 
 /** When a pod whose sync failed is tried again (upstream: backOffPeriod, jittered). */
+/** upstream's event reason for a pod that could not be killed (events.FailedToKillPod). */
+export const FAILED_KILL_POD = 'FailedKillPod';
+
 export function syncErrorBackoffMs(random?: () => number): number {
   return jitter(SYNC_ERROR_BACKOFF_MS, SYNC_ERROR_BACKOFF_JITTER_FACTOR, random);
 }
@@ -207,7 +210,14 @@ export class PodSyncer {
   async syncTerminatingPod(pod: Pod, rs: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<RuntimePodStatus> {
     const { runtime, podManager, statusManager } = this.opts;
     this.opts.log.info('Terminating pod', { pod: podFullName(pod), podUID: pod.metadata.uid });
-    await runtime.killPod(pod, rs, gracePeriodOverride);
+    try {
+      await runtime.killPod(pod, rs, gracePeriodOverride);
+    } catch (err) {
+      // upstream's event for a failed kill, with the runtime's message (a sandbox that cannot
+      // be stopped keeps its pod, and a static pod's replacement, waiting)
+      this.opts.recordEvent?.(pod, 'Warning', FAILED_KILL_POD, `error killing pod: ${(err as Error).message}`);
+      throw err;
+    }
     const afterKill = await runtime.getPodStatus(pod.metadata.uid!, rs.name || pod.metadata.name!, rs.namespace || pod.metadata.namespace!);
     if (podManager.getPodByUID(pod.metadata.uid!)) {
       statusManager.setPodStatus(pod, this.generateStatus(pod, await this.withTerminationMessages(pod, afterKill), true));
@@ -228,7 +238,13 @@ export class PodSyncer {
       throw new PodStillRunningError(podFullName(pod));
     }
     if (removed) {
-      await runtime.removePod(fresh);
+      try {
+        await runtime.removePod(fresh);
+      } catch (err) {
+        // the sandboxes stay in the runtime: say so on the pod, under the failed kill's reason
+        this.opts.recordEvent?.(pod, 'Warning', FAILED_KILL_POD, `error removing pod: ${(err as Error).message}`);
+        throw err;
+      }
       for (const c of fresh.containerStatuses) this.opts.oom?.unwatch(c.id);
       statusManager.deletePodStatus(uid);
       this.opts.objects?.unregisterPod(uid);

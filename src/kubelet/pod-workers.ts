@@ -3,7 +3,8 @@
 // terminated and never back; a static pod replaced under the same full name waits until the
 // old UID has terminated, so two never run at once. A pod added again under a UID whose worker
 // is terminating or finished gets a fresh worker once the old one is done (upstream's
-// restartRequested).
+// restartRequested). A pod held back by a namesake whose termination keeps failing is told
+// which pod it waits on (upstream says nothing: the replacement just stays Pending).
 
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
@@ -58,6 +59,21 @@ interface WorkerState {
   restartWith?: Pod;
   /** A removed pod's failed step is tried again by this timer (no source sends it again). */
   retry?: Timer;
+  /** Why the last step failed; cleared when a step succeeds. */
+  lastError?: string;
+  /** The UID of the namesake this pod was last reported waiting on (onWaiting). */
+  waitingOn?: string;
+}
+
+/** Status reason of a pod held back by a namesake whose termination keeps failing (kubelet-ts's own). */
+export const PREVIOUS_POD_NOT_TERMINATED = 'PreviousPodNotTerminated';
+
+/** What a pod held back by a namesake waits on. */
+export interface WaitingOn {
+  /** The namesake that has not terminated (a static pod's previous UID). */
+  pod: Pod;
+  /** Why its termination failed, as its last step reported it. */
+  error: string;
 }
 
 export interface PodWorkersOptions {
@@ -72,6 +88,14 @@ export interface PodWorkersOptions {
    * no source or resync sends a removed pod again). Default: upstream's jittered backoff.
    */
   retryBackoffMs?: () => number;
+  /** Records an event about a pod (upstream's FailedSync when its status cannot be read). */
+  recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /**
+   * A pod that cannot start because a namesake (same full name, other UID) has not terminated
+   * and that namesake's last step failed: called with what it waits on (again on each update of
+   * the waiting pod and each failure of the namesake), and with undefined once the pod starts.
+   */
+  onWaiting?: (pod: Pod, waitingOn: WaitingOn | undefined) => void;
 }
 
 export class PodWorkers {
@@ -212,21 +236,38 @@ export class PodWorkers {
     return [...names].filter((other) => other !== uid);
   }
 
-  private blockedByOtherUID(uid: string, w: WorkerState): boolean {
-    if (w.phase !== 'sync') return false;
+  /** The namesake this pod must wait for: one terminating, or removed and not yet terminated. */
+  private blockedByOtherUID(uid: string, w: WorkerState): string | undefined {
+    if (w.phase !== 'sync') return undefined;
     for (const other of this.namesakes(uid, w.fullName)) {
       const o = this.workers.get(other)!;
       if (!o.finished && o.phase !== 'terminated') {
-        if (o.phase === 'terminating' || o.removed) return true;
+        if (o.phase === 'terminating' || o.removed) return other;
       }
     }
-    return false;
+    return undefined;
+  }
+
+  /** Tells the owner what a held-back pod waits on when the namesake's last step failed. */
+  private reportWaiting(w: WorkerState, blocker: string): void {
+    const o = this.workers.get(blocker);
+    if (!o?.lastError || !this.opts.onWaiting) return;
+    w.waitingOn = blocker;
+    this.opts.onWaiting(w.pod, { pod: o.pod, error: o.lastError });
   }
 
   private kick(uid: string): void {
     const w = this.workers.get(uid);
     if (this.stopped || !w || w.working || !w.pending) return;
-    if (this.blockedByOtherUID(uid, w)) return;
+    const blocker = this.blockedByOtherUID(uid, w);
+    if (blocker !== undefined) {
+      this.reportWaiting(w, blocker);
+      return;
+    }
+    if (w.waitingOn !== undefined) {
+      w.waitingOn = undefined;
+      this.opts.onWaiting?.(w.pod, undefined);
+    }
     w.working = true;
     void this.run(uid, w).finally(() => {
       w.working = false;
@@ -258,12 +299,16 @@ export class PodWorkers {
   private async run(uid: string, w: WorkerState): Promise<void> {
     w.pending = undefined;
     const log = this.opts.log.with({ pod: w.fullName, podUID: uid });
+    let failed = false;
     try {
       // A terminated pod's sync reads the runtime itself (it must see every container stopped),
       // so it neither waits for the next relist (a relist period on every delete) nor fails on
       // the cache's last read error.
       const entry = w.phase === 'terminated' ? this.opts.cache.get(uid) : await this.opts.cache.getNewerThan(uid, w.lastSyncTime);
-      if (entry.error && w.phase !== 'terminated') throw entry.error;
+      if (entry.error && w.phase !== 'terminated') {
+        this.opts.recordEvent?.(w.pod, 'Warning', 'FailedSync', `error determining status: ${entry.error.message}`);
+        throw entry.error;
+      }
       const status = entry.status ?? emptyStatus(w.pod);
       if (w.phase === 'sync') {
         const terminal = await this.opts.hooks.syncPod(w.pod, status);
@@ -292,10 +337,20 @@ export class PodWorkers {
         }
       }
     } catch (err) {
+      failed = true;
+      w.lastError = (err as Error).message;
       log.error('Error syncing pod, skipping', { err: (err as Error).message });
       this.opts.onError?.(w.pod, err as Error);
       if (w.removed) this.retryLater(uid, w);
+      // the namesakes held back by this pod learn why they still wait
+      if (w.phase !== 'sync' || w.removed) {
+        for (const other of this.namesakes(uid, w.fullName)) {
+          const ow = this.workers.get(other)!;
+          if (ow.pending && !ow.working && this.blockedByOtherUID(other, ow) === uid) this.reportWaiting(ow, uid);
+        }
+      }
     } finally {
+      if (!failed) w.lastError = undefined;
       // As upstream: the next sync waits for a status read after this one finished, so it
       // sees what this sync did (a read taken mid-sync would not).
       w.lastSyncTime = this.opts.clock.now();

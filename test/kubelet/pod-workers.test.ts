@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pod } from '../../src/api/types.js';
-import { PodWorkers, type PodWorkerHooks } from '../../src/kubelet/pod-workers.js';
+import { PodWorkers, type PodWorkerHooks, type PodWorkersOptions } from '../../src/kubelet/pod-workers.js';
 import { PodCache } from '../../src/pleg/cache.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { gate, loggerDouble, mkPod, settle, type Gate } from './doubles.js';
@@ -24,7 +24,7 @@ interface Rig {
   clock: FakeClock;
 }
 
-function rig(): Rig {
+function rig(extra: Partial<PodWorkersOptions> = {}): Rig {
   const clock = new FakeClock();
   const cache = new PodCache();
   // Every read is fresh enough: the cache's own waiting is tested in test/pleg.
@@ -63,6 +63,7 @@ function rig(): Rig {
   };
   const workers = new PodWorkers({
     hooks, cache, clock, log: loggerDouble(), onError: (pod, err) => void errors.push(`${pod.metadata.uid}: ${err.message}`), retryBackoffMs: () => 10_000,
+    ...extra,
   });
   return { workers, calls, holds, terminal, errors, maxConcurrent, failures, clock };
 }
@@ -392,4 +393,75 @@ test('a pod re-added under its UID after removal first waits for a read newer th
   cache.set('u1', status('after-removal'), undefined, clock.now());
   await workers.idle();
   assert.deepEqual(seen.slice(3), ['sync after-removal']);
+});
+
+test('a static pod held back by a namesake whose kill keeps failing is told which pod and why, and told again when it starts', async () => {
+  const waits: string[] = [];
+  const r = rig({ onWaiting: (pod, on) => void waits.push(on ? `${pod.metadata.uid} waits on ${on.pod.metadata.uid}: ${on.error}` : `${pod.metadata.uid} starts`) });
+  const old = mkPod('old', 'web');
+  const next = mkPod('new', 'web');
+  r.workers.updatePod({ updateType: 'create', pod: old });
+  await r.workers.idle();
+  r.failures.set('terminating old', 2);
+  r.workers.updatePod({ updateType: 'kill', pod: old, removed: true });
+  r.workers.updatePod({ updateType: 'create', pod: next });
+  await settle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old']);
+  assert.deepEqual(waits, ['new waits on old: terminating failed'], 'the failure is reported to the pod that waits');
+  // an update of the waiting pod while the old one still fails: told again (the owner dedupes)
+  r.workers.updatePod({ updateType: 'sync', pod: next });
+  await settle();
+  assert.deepEqual(waits.slice(1), ['new waits on old: terminating failed']);
+  r.clock.step(10_000);
+  await settle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old', 'terminating old']);
+  assert.equal(waits.length, 3, 'the second failure is reported too');
+  r.clock.step(10_000);
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old', 'terminating old', 'terminating old', 'terminated old removed', 'sync new']);
+  assert.equal(waits.at(-1), 'new starts');
+  assert.equal(waits.length, 4);
+});
+
+test('a replacement that waits on a namesake which has not failed is not reported as waiting', async () => {
+  const waits: string[] = [];
+  const r = rig({ onWaiting: (pod, on) => void waits.push(`${pod.metadata.uid} ${on ? 'waits' : 'starts'}`) });
+  const old = mkPod('old', 'web');
+  const next = mkPod('new', 'web');
+  const g = gate();
+  r.holds.set('terminating old', g);
+  r.workers.updatePod({ updateType: 'create', pod: old });
+  await r.workers.idle();
+  r.workers.updatePod({ updateType: 'kill', pod: old, removed: true });
+  r.workers.updatePod({ updateType: 'create', pod: next });
+  await settle();
+  g.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['sync old', 'terminating old', 'terminated old removed', 'sync new']);
+  assert.deepEqual(waits, []);
+});
+
+test('a pod whose status cannot be read gets upstream\'s FailedSync event naming the error', async () => {
+  const cache = new PodCache();
+  const events: string[] = [];
+  const errors: string[] = [];
+  const calls: string[] = [];
+  const workers = new PodWorkers({
+    hooks: {
+      syncPod: async () => { calls.push('sync'); return false; },
+      syncTerminatingPod: async () => void calls.push('terminating'),
+      syncTerminatedPod: async () => void calls.push('terminated'),
+    },
+    cache, clock: new FakeClock(), log: loggerDouble(),
+    onError: (p, err) => void errors.push(`${p.metadata.uid}: ${err.message}`),
+    recordEvent: (p, type, reason, message) => void events.push(`${p.metadata.uid} ${type} ${reason}: ${message}`),
+    retryBackoffMs: () => 10_000,
+  });
+  cache.updateTime(Number.MAX_SAFE_INTEGER);
+  cache.set('u1', undefined, new Error('CRI PodSandboxStatus failed: UNKNOWN: remove netns: device or resource busy'), 1);
+  workers.updatePod({ updateType: 'create', pod: mkPod('u1') });
+  await workers.idle();
+  assert.deepEqual(calls, []);
+  assert.deepEqual(events, ['u1 Warning FailedSync: error determining status: CRI PodSandboxStatus failed: UNKNOWN: remove netns: device or resource busy']);
+  assert.equal(errors.length, 1);
 });
