@@ -1,0 +1,79 @@
+// libFuzzer harness: the OOM watcher's text parsers (native/oom/proc_scan.cc, kmsg_record.h) on
+// arbitrary input: cgroup.procs, /proc/<pid>/stat, /proc/<pid>/status, /proc/<pid>/cgroup,
+// memory.events "key value" lines and /dev/kmsg records. Input: byte 0 picks the parser, the
+// rest is the text (for the kmsg victim scan: the cgroup dir, a NUL, the record). Beyond the
+// sanitizers' checks: nothing parsed is longer than its input, pids are positive.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../oom/kmsg_record.h"
+#include "../oom/proc_scan.h"
+
+namespace {
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    fprintf(stderr, "oom_parse_fuzz: invariant broken: %s\n", what);
+    abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kts::oom;
+  if (size < 1) return 0;
+  // The text in a buffer of its own size, so a read past its end is caught.
+  const size_t n = size - 1;
+  char* buf = static_cast<char*>(malloc(n ? n : 1));
+  if (n) memcpy(buf, data + 1, n);
+  const std::string_view text(buf, n);
+
+  switch (data[0] % 7) {
+    case 0: {
+      const std::vector<int32_t> pids = ParsePids(text);
+      Check(pids.size() <= n, "more pids than bytes");
+      for (int32_t pid : pids) Check(pid >= 0, "negative pid");
+      break;
+    }
+    case 1: {
+      ProcStat ps;
+      if (ParseProcStat(text, &ps)) Check(ps.comm.size() < n, "comm longer than stat");
+      break;
+    }
+    case 2:
+      (void)SigKillPending(text);
+      break;
+    case 3:
+      Check(MemoryCgroupFromText(text).size() <= n, "cgroup path longer than the text");
+      break;
+    case 4: {
+      uint64_t v = 0;
+      for (const char* key : {"oom_kill", "oom", "max", "low"}) (void)FindKeyValue(text, key, &v);
+      break;
+    }
+    case 5: {
+      std::string msg;
+      uint64_t t = 0;
+      if (ParseKmsgOomRecord(text, &msg, &t)) Check(msg.size() < n, "message longer than record");
+      break;
+    }
+    case 6: {
+      const size_t nul = text.find('\0');
+      const std::string_view dir = nul == std::string_view::npos ? std::string_view() : text.substr(0, nul);
+      const std::string_view rec = nul == std::string_view::npos ? text : text.substr(nul + 1);
+      Victim v;
+      if (ClassifyKmsgKillRecord(rec, dir, &v) == KmsgKill::kReportOfDir) {
+        Check(v.pid > 0, "victim pid not positive");
+        Check(v.comm.size() < rec.size(), "victim comm longer than record");
+      }
+      break;
+    }
+  }
+  free(buf);
+  return 0;
+}
