@@ -18,7 +18,7 @@ command -v "$CXX" >/dev/null || { echo "fuzz-native: $CXX not found (Debian: apt
 # Extra sources a harness links besides itself.
 declare -A EXTRA=(
   [cgroup_parse]=""
-  [oom_parse]="native/oom/proc_scan.cc"
+  [oom_parse]="native/oom/proc_scan.cc native/oom/pressure_backend.cc"
 )
 
 if [ "$#" -gt 0 ]; then names=("$@"); else names=("${!EXTRA[@]}"); fi

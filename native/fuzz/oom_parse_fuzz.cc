@@ -1,6 +1,6 @@
 // libFuzzer harness: the OOM watcher's text parsers (native/oom/proc_scan.cc, kmsg_record.h) on
 // arbitrary input: cgroup.procs, /proc/<pid>/stat, /proc/<pid>/status, /proc/<pid>/cgroup,
-// memory.events "key value" lines and /dev/kmsg records. Input: byte 0 picks the parser, the
+// memory.events "key value" lines (both readers) and /dev/kmsg records. Input: byte 0 picks the parser, the
 // rest is the text (for the kmsg victim scan: the cgroup dir, a NUL, the record). Beyond the
 // sanitizers' checks: nothing parsed is longer than its input, pids are positive.
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../oom/kmsg_record.h"
+#include "../oom/pressure_backend.h"
 #include "../oom/proc_scan.h"
 
 namespace {
@@ -33,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (n) memcpy(buf, data + 1, n);
   const std::string_view text(buf, n);
 
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0: {
       const std::vector<int32_t> pids = ParsePids(text);
       Check(pids.size() <= n, "more pids than bytes");
@@ -70,6 +71,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (ClassifyKmsgKillRecord(rec, dir, &v) == KmsgKill::kReportOfDir) {
         Check(v.pid > 0, "victim pid not positive");
         Check(v.comm.size() < rec.size(), "victim comm longer than record");
+      }
+      break;
+    }
+    case 7: {
+      // memory.events as the pressure backend reads it: every counter is its line's decimal value
+      std::vector<Counter> counters;
+      (void)ParseCounters(std::string(text), &counters);
+      const std::string lines = "\n" + std::string(text);
+      for (const Counter& c : counters) {
+        // some whole line "name digits" whose digits are the value, without wrapping past 64 bits
+        bool found = false;
+        const std::string key = "\n" + c.name + " ";
+        for (size_t at = lines.find(key); !found && at != std::string::npos; at = lines.find(key, at + 1)) {
+          uint64_t v = 0;
+          bool overflow = false;
+          size_t i = at + key.size();
+          for (; i < lines.size() && lines[i] >= '0' && lines[i] <= '9'; ++i) {
+            overflow |= __builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(lines[i] - '0'), &v);
+          }
+          found = !overflow && i < lines.size() && lines[i] == '\n' && i > at + key.size() && v == c.value;
+        }
+        Check(found, "a counter is not its line's value (wrapped past 64 bits?)");
       }
       break;
     }

@@ -4,7 +4,8 @@
 // AddressSanitizer and UndefinedBehaviorSanitizer. A crash, a sanitizer report or a broken
 // invariant fails this test with the harness, the seed and the input. The seeds include the
 // inputs of the bugs found so far (a pid past INT32_MAX in cgroup.procs: signed overflow; a
-// /proc/<pid>/stat ending at its comm's ')': a read past the end). KTS_FUZZ_NATIVE_SECS sets the
+// /proc/<pid>/stat ending at its comm's ')': a read past the end; a memory.events counter past
+// 64 bits: wrapped around by the pressure backend). KTS_FUZZ_NATIVE_SECS sets the
 // time per harness (default 20).
 
 import assert from 'node:assert/strict';
