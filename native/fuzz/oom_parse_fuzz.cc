@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (n) memcpy(buf, data + 1, n);
   const std::string_view text(buf, n);
 
-  switch (data[0] % 8) {
+  switch (data[0] % 9) {
     case 0: {
       const std::vector<int32_t> pids = ParsePids(text);
       Check(pids.size() <= n, "more pids than bytes");
@@ -94,6 +94,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         Check(found, "a counter is not its line's value (wrapped past 64 bits?)");
       }
+      break;
+    }
+    case 8: {
+      // a kill whose victim named itself: 4 bytes of pid, then up to 15 bytes of comm
+      if (n < 4) break;
+      const int32_t pid = 1 + static_cast<int32_t>((static_cast<uint32_t>(text[0] & 0x3f) << 16 | static_cast<uint8_t>(text[1]) << 8 | static_cast<uint8_t>(text[2])));
+      std::string comm(text.substr(4, 15));
+      for (char& c : comm) if (c == '\n' || c == '\0') c = '_';
+      const std::string rec = "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/k/p,task_memcg=/k/p/c,task=" +
+                              comm + ",pid=" + std::to_string(pid) + ",uid=0\n";
+      Victim v;
+      Check(ClassifyKmsgKillRecord(rec, "/sys/fs/cgroup/memory/k/p/c", &v) == KmsgKill::kReportOfDir, "a kill of the dir not found");
+      Check(v.pid == pid, "the victim's pid taken from its comm");
+      Check(v.comm == comm, "the victim's comm cut short");
       break;
     }
   }

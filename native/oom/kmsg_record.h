@@ -63,14 +63,19 @@ enum class KmsgKill : uint8_t {
 inline KmsgKill ClassifyKmsgKillRecord(std::string_view rec, std::string_view dir, Victim* victim) {
   std::string_view line;
   if (!KmsgMessage(rec, &line)) return KmsgKill::kOther;
-  if (line.find("Killed process ") != std::string_view::npos) return KmsgKill::kKilledProcess;
-  const size_t at = line.find("oom-kill:");
-  if (at == std::string_view::npos) return KmsgKill::kOther;
-  line = line.substr(at);
+  // Both lines hold the victim's comm, which any process may set to "Killed process " or
+  // "oom-kill:": a report is a line that starts with "oom-kill:", a kill one that says
+  // "Killed process " before its comm's '('.
+  if (line.substr(0, 9) != "oom-kill:") {
+    const size_t kp = line.find("Killed process ");
+    return kp != std::string_view::npos && kp < line.find('(') ? KmsgKill::kKilledProcess : KmsgKill::kOther;
+  }
   const size_t m = line.find(",task_memcg=");
   const size_t t = line.find(",task=", m == std::string_view::npos ? 0 : m);
-  const size_t p = line.find(",pid=", t == std::string_view::npos ? 0 : t);
-  if (m == std::string_view::npos || t == std::string_view::npos || p == std::string_view::npos) return KmsgKill::kReport;
+  // The task is the victim's comm, which any process may set to ",pid=1": the pid is the last
+  // ",pid=" of the line (the kernel prints ",pid=<pid>,uid=<uid>" last).
+  const size_t p = line.rfind(",pid=");
+  if (m == std::string_view::npos || t == std::string_view::npos || p == std::string_view::npos || p < t + 6) return KmsgKill::kReport;
   const std::string_view memcg = line.substr(m + 12, t - m - 12);
   if (memcg.size() < 2 || dir.size() < memcg.size() || dir.substr(dir.size() - memcg.size()) != memcg) {
     return KmsgKill::kReport;
@@ -82,7 +87,7 @@ inline KmsgKill ClassifyKmsgKillRecord(std::string_view rec, std::string_view di
     pid = pid * 10 + (line[i] - '0');
     if (pid > INT32_MAX) return KmsgKill::kReport;
   }
-  if (i == p + 5 || pid == 0) return KmsgKill::kReport;
+  if (i == p + 5 || pid == 0 || (i < line.size() && line[i] != ',')) return KmsgKill::kReport;
   victim->comm.assign(line.substr(t + 6, p - t - 6));
   victim->pid = static_cast<int32_t>(pid);
   return KmsgKill::kReportOfDir;

@@ -5,7 +5,9 @@
 // invariant fails this test with the harness, the seed and the input. The seeds include the
 // inputs of the bugs found so far (a pid past INT32_MAX in cgroup.procs: signed overflow; a
 // /proc/<pid>/stat ending at its comm's ')': a read past the end; a memory.events counter past
-// 64 bits: wrapped around by the pressure backend). KTS_FUZZ_NATIVE_SECS sets the
+// 64 bits: wrapped around by the pressure backend; a victim whose comm says ",pid=1" or
+// "Killed process ": its pid taken from its name, or its kill not found in the kernel log).
+// KTS_FUZZ_NATIVE_SECS sets the
 // time per harness (default 20).
 
 import assert from 'node:assert/strict';
