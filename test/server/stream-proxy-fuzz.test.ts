@@ -159,7 +159,7 @@ describe('the stream proxy against a hostile backend', { timeout: 600_000 }, () 
   }
 
   async function drained(what: string): Promise<void> {
-    for (let i = 0; i < 100 && (proxies.size > 0 || backendSockets.size > 0 || frontSockets.size > 0); i++) {
+    for (let i = 0; i < 250 && (proxies.size > 0 || backendSockets.size > 0 || frontSockets.size > 0); i++) {
       clock.step(IDLE_MS);
       await new Promise((r) => setTimeout(r, 20));
     }
