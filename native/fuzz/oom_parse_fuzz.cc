@@ -53,8 +53,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(MemoryCgroupFromText(text).size() <= n, "cgroup path longer than the text");
       break;
     case 4: {
-      uint64_t v = 0;
-      for (const char* key : {"oom_kill", "oom", "max", "low"}) (void)FindKeyValue(text, key, &v);
+      // memory.events / memory.oom_control as the eventfd and inotify backends read them: a value
+      // found is the decimal digits of some "key digits" line, never wrapped past 64 bits
+      const std::string lines = "\n" + std::string(text);
+      for (const char* key : {"oom_kill", "oom", "max", "low"}) {
+        uint64_t v = 0;
+        if (!FindKeyValue(text, key, &v)) continue;
+        bool found = false;
+        const std::string k = "\n" + std::string(key) + " ";
+        for (size_t at = lines.find(k); !found && at != std::string::npos; at = lines.find(k, at + 1)) {
+          uint64_t w = 0;
+          bool overflow = false;
+          size_t i = at + k.size();
+          for (; i < lines.size() && lines[i] >= '0' && lines[i] <= '9'; ++i) {
+            overflow |= __builtin_mul_overflow(w, 10u, &w) || __builtin_add_overflow(w, static_cast<uint64_t>(lines[i] - '0'), &w);
+          }
+          found = !overflow && i > at + k.size() && w == v;
+        }
+        Check(found, "a key's value is not its line's digits (wrapped past 64 bits?)");
+      }
       break;
     }
     case 5: {
