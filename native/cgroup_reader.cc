@@ -1,7 +1,11 @@
 // Batch cgroup counter reader: one call reads every file of a whole list of cgroups and
 // fills flat arrays (values, state, status, device rows). The tables below mirror
 // src/stats/cgroup-sample.ts; the TS loader compares fieldNames() with its own list.
+// KTS_CGROUP_PARSE_ONLY: the parsers and the reader without N-API, for the fuzz harness
+// (native/fuzz/), which includes this file.
+#ifndef KTS_CGROUP_PARSE_ONLY
 #include "cgroup_reader.h"
+#endif
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -617,6 +621,16 @@ class BatchReader {
   // `table`: read through kept-open descriptors (its mutex held by the caller), or nullptr.
   BatchReader(CgroupBatch& batch, FdTable* table) : b_(batch), table_(table) {}
 
+#ifdef KTS_CGROUP_PARSE_ONLY
+  // The fuzz harness's entry: one file's content parsed into row `i` as a read would.
+  void ParseForFuzz(const FileSpec& spec, uint32_t i, const char* p, const char* end) {
+    dev_start_ = b_.devices.size();
+    cgroup_ = i;
+    ParseFile(spec, p, end, b_.values + static_cast<size_t>(i) * kFieldCount,
+              b_.state + static_cast<size_t>(i) * kFieldCount);
+  }
+#endif
+
   void Run() {
     if (!table_) {
       for (uint32_t i = 0; i < b_.count; ++i) ReadCgroup(i);
@@ -1030,6 +1044,7 @@ void RunBatch(CgroupBatch& batch) {
   BatchReader(batch, &table).Run();
 }
 
+#ifndef KTS_CGROUP_PARSE_ONLY
 // Output arrays allocated on the main thread before the read; the worker fills them.
 struct BatchBuffers {
   Napi::ArrayBuffer status;
@@ -1252,4 +1267,7 @@ void InitCgroupReader(Napi::Env env, Napi::Object exports) {
   exports.Set("setCgroupFdBudget", Napi::Function::New(env, SetCgroupFdBudget, "setCgroupFdBudget"));
 }
 
+#else
+}  // namespace
+#endif  // KTS_CGROUP_PARSE_ONLY
 }  // namespace kts

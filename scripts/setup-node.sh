@@ -27,9 +27,10 @@ done
 
 # openssl: the kubelet's self-signed serving certificate; e2fsprogs: the small loop-device
 # filesystem of the disk-pressure test; python3-prometheus-client: the
-# Prometheus text parser the metrics endpoints' tests check their output with.
+# Prometheus text parser the metrics endpoints' tests check their output with;
+# libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for the native parsers' fuzz harnesses.
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static e2fsprogs
-  gcc libc6-dev iproute2 clang libbpf-dev bpftool openssl python3-prometheus-client)
+  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client)
 
 missing_packages() {
   local pkg

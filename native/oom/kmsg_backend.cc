@@ -1,10 +1,11 @@
 #include "kmsg_backend.h"
 
+#include "kmsg_record.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -59,22 +60,8 @@ void KmsgBackend::OnReadable(uint64_t, Batch* out) {
       break;
     }
     if (n == 0) break;
-    std::string_view rec(buf, static_cast<size_t>(n));
-    size_t semi = rec.find(';');
-    if (semi == std::string_view::npos) continue;
-    std::string_view msg = rec.substr(semi + 1);
-    size_t nl = msg.find('\n');
-    if (nl != std::string_view::npos) msg = msg.substr(0, nl);
-    if (msg.find("oom-kill:") == std::string_view::npos && msg.find("Killed process") == std::string_view::npos &&
-        msg.find("invoked oom-killer") == std::string_view::npos) {
-      continue;
-    }
     Event e = NewEvent(EventKind::kKmsg, SourceKind::kKmsg);
-    e.text.assign(msg.data(), msg.size());
-    // Prefix: priority,sequence,timestamp_us,flags
-    std::string_view head = rec.substr(0, semi);
-    size_t c1 = head.find(','), c2 = c1 == std::string_view::npos ? c1 : head.find(',', c1 + 1);
-    if (c2 != std::string_view::npos) e.kernelTimeUs = strtoull(std::string(head.substr(c2 + 1)).c_str(), nullptr, 10);
+    if (!ParseKmsgOomRecord(std::string_view(buf, static_cast<size_t>(n)), &e.text, &e.kernelTimeUs)) continue;
     out->push_back(std::move(e));
   }
 }

@@ -61,7 +61,8 @@ bool ParseCounters(const std::string& text, std::vector<Counter>* out) {
     bool ok = std::all_of(c.name.begin(), c.name.end(), [](char ch) { return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'); });
     for (size_t i = sp + 1; ok && i < eol; i++) {
       if (text[i] < '0' || text[i] > '9') ok = false;
-      else c.value = c.value * 10 + static_cast<uint64_t>(text[i] - '0');
+      // a value past 64 bits is not a counter the kernel prints: the line is dropped, not wrapped
+      else if (__builtin_mul_overflow(c.value, 10u, &c.value) || __builtin_add_overflow(c.value, static_cast<uint64_t>(text[i] - '0'), &c.value)) ok = false;
     }
     if (ok) out->push_back(std::move(c));
   }

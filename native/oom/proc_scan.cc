@@ -1,12 +1,14 @@
 #include "proc_scan.h"
 
 #include "backend.h"
+#include "kmsg_record.h"
 
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -95,7 +97,9 @@ bool FindKeyValue(std::string_view text, std::string_view key, uint64_t* value) 
       uint64_t v = 0;
       bool digits = false;
       for (size_t i = key.size() + 1; i < line.size() && line[i] >= '0' && line[i] <= '9'; i++) {
-        v = v * 10 + static_cast<uint64_t>(line[i] - '0');
+        const uint64_t d = static_cast<uint64_t>(line[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) return false;  // not a counter the kernel prints
+        v = v * 10 + d;
         digits = true;
       }
       if (!digits) return false;
@@ -106,27 +110,111 @@ bool FindKeyValue(std::string_view text, std::string_view key, uint64_t* value) 
   return false;
 }
 
+// The pids of a cgroup.procs text: decimal numbers separated by anything else; a number past
+// INT32_MAX is not a pid and is skipped.
+std::vector<int32_t> ParsePids(std::string_view text) {
+  std::vector<int32_t> pids;
+  int64_t v = 0;
+  bool in = false, over = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      if (!over) {
+        v = v * 10 + (c - '0');
+        over = v > INT32_MAX;
+      }
+      in = true;
+    } else {
+      if (in && !over) pids.push_back(static_cast<int32_t>(v));
+      v = 0;
+      in = over = false;
+    }
+  }
+  if (in && !over) pids.push_back(static_cast<int32_t>(v));
+  return pids;
+}
+
+// /proc/<pid>/stat: "pid (comm) state ppid pgrp session tty_nr tpgid flags ..."; the comm may
+// hold ')' and blanks, so it ends at the last ')'.
+bool ParseProcStat(std::string_view stat, ProcStat* out) {
+  const size_t lp = stat.find('('), rp = stat.rfind(')');
+  if (lp == std::string_view::npos || rp == std::string_view::npos || rp < lp) return false;
+  out->comm.assign(stat.substr(lp + 1, rp - lp - 1));
+  out->state = rp + 2 < stat.size() ? stat[rp + 2] : '?';
+  out->flags = 0;
+  // After ") ": state, ppid, pgrp, session, tty_nr, tpgid, flags.
+  size_t p = rp + 2;
+  for (int field = 0; field < 6 && p < stat.size(); field++) {
+    p = stat.find(' ', p);
+    if (p == std::string_view::npos) return true;
+    p++;
+  }
+  if (p >= stat.size()) return true;
+  uint64_t flags = 0;
+  for (; p < stat.size() && stat[p] >= '0' && stat[p] <= '9'; ++p) {
+    const uint64_t d = static_cast<uint64_t>(stat[p] - '0');
+    if (flags > (UINT64_MAX - d) / 10) return true;
+    flags = flags * 10 + d;
+  }
+  out->flags = flags;
+  return true;
+}
+
+// /proc/<pid>/status: whether SIGKILL is pending (ShdPnd: or SigPnd:, hexadecimal masks).
+bool SigKillPending(std::string_view status) {
+  constexpr uint64_t kSigKillBit = 1ULL << (9 - 1);
+  for (std::string_view key : {std::string_view("ShdPnd:"), std::string_view("SigPnd:")}) {
+    const size_t at = status.find(key);
+    if (at == std::string_view::npos) continue;
+    size_t i = at + key.size();
+    while (i < status.size() && (status[i] == ' ' || status[i] == '\t')) ++i;
+    // The mask is 64 bits in hexadecimal; a longer one keeps its low 64 bits.
+    uint64_t mask = 0;
+    for (; i < status.size() && isxdigit(static_cast<unsigned char>(status[i])); ++i) {
+      const char c = status[i];
+      mask = (mask << 4) | static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    if (mask & kSigKillBit) return true;
+  }
+  return false;
+}
+
+// The memory controller's cgroup path in a /proc/<pid>/cgroup text ("" if none): the v1
+// line naming `memory`, else the unified (v2) line's path.
+std::string MemoryCgroupFromText(std::string_view text) {
+  std::string_view unified;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    const size_t c1 = line.find(':');
+    const size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    const std::string_view ctrls = line.substr(c1 + 1, c2 - c1 - 1);
+    const std::string_view path = line.substr(c2 + 1);
+    if (ctrls.empty()) {
+      unified = path;
+      continue;
+    }
+    size_t p = 0;
+    while (p <= ctrls.size()) {
+      size_t comma = ctrls.find(',', p);
+      if (comma == std::string_view::npos) comma = ctrls.size();
+      if (ctrls.substr(p, comma - p) == "memory") return std::string(path);
+      p = comma + 1;
+    }
+  }
+  return std::string(unified);
+}
+
 namespace {
 
 std::vector<int32_t> ReadPids(const std::string& file) {
-  std::vector<int32_t> pids;
   std::string text;
   int err = 0;
-  if (!ReadSmallFile(file, &text, &err)) return pids;
-  int32_t v = 0;
-  bool in = false;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      v = v * 10 + (c - '0');
-      in = true;
-    } else {
-      if (in) pids.push_back(v);
-      v = 0;
-      in = false;
-    }
-  }
-  if (in) pids.push_back(v);
-  return pids;
+  if (!ReadSmallFile(file, &text, &err)) return {};
+  return ParsePids(text);
 }
 
 struct ProcInfo {
@@ -140,30 +228,12 @@ bool ReadProcInfo(int32_t pid, ProcInfo* info) {
   int err = 0;
   std::string base = "/proc/" + std::to_string(pid);
   if (!ReadSmallFile(base + "/stat", &stat, &err)) return false;
-  size_t lp = stat.find('('), rp = stat.rfind(')');
-  if (lp == std::string::npos || rp == std::string::npos || rp < lp) return false;
-  info->comm = stat.substr(lp + 1, rp - lp - 1);
-  // After ") ": state, ppid, pgrp, session, tty_nr, tpgid, flags.
-  char state = rp + 2 < stat.size() ? stat[rp + 2] : '?';
-  unsigned long long flags = 0;
-  {
-    const char* p = stat.c_str() + rp + 2;
-    for (int field = 0; field < 6 && *p; field++) {
-      p = strchr(p, ' ');
-      if (!p) break;
-      p++;
-    }
-    if (p) flags = strtoull(p, nullptr, 10);
-  }
+  ProcStat ps;
+  if (!ParseProcStat(stat, &ps)) return false;
+  info->comm = std::move(ps.comm);
   constexpr unsigned long long kPfExiting = 0x4, kPfSignaled = 0x400;
-  bool dying = state == 'Z' || state == 'X' || (flags & (kPfExiting | kPfSignaled)) != 0;
-  if (!dying && ReadSmallFile(base + "/status", &status, &err)) {
-    constexpr unsigned long long kSigKillBit = 1ULL << (9 - 1);
-    for (const char* key : {"ShdPnd:", "SigPnd:"}) {
-      size_t at = status.find(key);
-      if (at != std::string::npos && (strtoull(status.c_str() + at + strlen(key), nullptr, 16) & kSigKillBit)) dying = true;
-    }
-  }
+  bool dying = ps.state == 'Z' || ps.state == 'X' || (ps.flags & (kPfExiting | kPfSignaled)) != 0;
+  if (!dying && ReadSmallFile(base + "/status", &status, &err)) dying = SigKillPending(status);
   info->dying = dying;
   return true;
 }
@@ -207,6 +277,7 @@ bool FindVictimInKmsg(const std::string& dir, Victim* out) {
   bool found = false;
   bool reportOpen = false;  // an "oom-kill:" line waits for its "Killed process" line
   char buf[8192];
+  Victim victim;
   for (int records = 0; records < 200000; records++) {
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     if (n < 0) {
@@ -214,29 +285,21 @@ bool FindVictimInKmsg(const std::string& dir, Victim* out) {
       break;
     }
     if (n == 0) break;
-    std::string_view rec(buf, static_cast<size_t>(n));
-    size_t semi = rec.find(';');
-    if (semi == std::string_view::npos) continue;
-    std::string_view line = rec.substr(semi + 1);
-    line = line.substr(0, line.find('\n'));
-    if (line.find("Killed process ") != std::string_view::npos) {
-      if (!reportOpen) found = false;  // a kill without its report: ours cannot be told apart
-      reportOpen = false;
-      continue;
+    switch (ClassifyKmsgKillRecord(std::string_view(buf, static_cast<size_t>(n)), dir, &victim)) {
+      case KmsgKill::kKilledProcess:
+        if (!reportOpen) found = false;  // a kill without its report: ours cannot be told apart
+        reportOpen = false;
+        continue;
+      case KmsgKill::kReport:
+        reportOpen = true;
+        continue;
+      case KmsgKill::kOther:
+        continue;
+      case KmsgKill::kReportOfDir:
+        reportOpen = true;
+        *out = victim;
+        break;
     }
-    size_t at = line.find("oom-kill:");
-    if (at == std::string_view::npos) continue;
-    reportOpen = true;
-    line = line.substr(at);
-    size_t m = line.find(",task_memcg=");
-    size_t t = line.find(",task=", m == std::string_view::npos ? 0 : m);
-    size_t p = line.find(",pid=", t == std::string_view::npos ? 0 : t);
-    if (m == std::string_view::npos || t == std::string_view::npos || p == std::string_view::npos) continue;
-    std::string_view memcg = line.substr(m + 12, t - m - 12);
-    // The record names the cgroup by its path in the hierarchy; dir is that path under a mount.
-    if (memcg.size() < 2 || dir.size() < memcg.size() || dir.compare(dir.size() - memcg.size(), memcg.size(), memcg) != 0) continue;
-    out->comm.assign(line.substr(t + 6, p - t - 6));
-    out->pid = static_cast<int32_t>(strtol(std::string(line.substr(p + 5)).c_str(), nullptr, 10));
     found = true;
   }
   close(fd);
@@ -248,31 +311,7 @@ std::string MemoryCgroupOf(int32_t pid) {
   std::string text;
   int err = 0;
   if (!ReadSmallFile("/proc/" + std::to_string(pid) + "/cgroup", &text, &err)) return "";
-  std::string unified;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    std::string line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    size_t c1 = line.find(':');
-    size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
-    if (c2 == std::string::npos) continue;
-    std::string ctrls = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path = line.substr(c2 + 1);
-    if (ctrls.empty()) {
-      unified = path;
-      continue;
-    }
-    size_t p = 0;
-    while (p <= ctrls.size()) {
-      size_t comma = ctrls.find(',', p);
-      if (comma == std::string::npos) comma = ctrls.size();
-      if (ctrls.compare(p, comma - p, "memory") == 0) return path;
-      p = comma + 1;
-    }
-  }
-  return unified;
+  return MemoryCgroupFromText(text);
 }
 
 std::string ErrnoName(int err) {

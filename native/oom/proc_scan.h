@@ -20,6 +20,17 @@ bool ReadSmallFile(const std::string& path, std::string* out, int* err);
 // The value of a "key value" line (memory.events, memory.oom_control).
 bool FindKeyValue(std::string_view text, std::string_view key, uint64_t* value);
 
+// Parsers of the /proc and cgroup texts below, pure (fuzzed by native/fuzz/).
+std::vector<int32_t> ParsePids(std::string_view text);
+struct ProcStat {
+  std::string comm;
+  char state = '?';
+  uint64_t flags = 0;
+};
+bool ParseProcStat(std::string_view stat, ProcStat* out);
+bool SigKillPending(std::string_view status);
+std::string MemoryCgroupFromText(std::string_view text);
+
 // The processes of a cgroup dir (cgroup.procs) with their comm.
 std::vector<Victim> SnapshotProcs(const std::string& dir);
 

@@ -67,7 +67,10 @@ export function parseMountInfo(text: string): CgroupMounts {
     } else if (fstype === 'cgroup') {
       for (const opt of right[2]!.split(',')) {
         if ((V1_CONTROLLERS as readonly string[]).includes(opt)) mounts.v1[opt as V1Controller] ??= mount;
-        else if (!NOT_A_HIERARCHY.includes(opt) && !opt.startsWith('release_agent=')) mounts.otherV1![opt] ??= mount;
+        else if (!NOT_A_HIERARCHY.includes(opt) && !opt.startsWith('release_agent=') && !Object.hasOwn(mounts.otherV1!, opt)) {
+          // defined, not assigned: an option named __proto__ (or constructor, ...) is a key like any other
+          Object.defineProperty(mounts.otherV1, opt, { value: mount, enumerable: true, writable: true, configurable: true });
+        }
       }
     }
   }

@@ -17,6 +17,8 @@ export interface ExecCredential {
 }
 
 const maxOutputBytes = 1 << 20;
+// metav1.Time's JSON form, as time.Parse(time.RFC3339, ...) takes it (Date.parse alone also takes "2030").
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const defaultTimeoutMs = 60_000;
 
 export class ExecCredentialProvider {
@@ -130,8 +132,8 @@ export class ExecCredentialProvider {
     }
     if (!cred.token && !cred.certData) throw new ExecCredentialError(command, 'answered neither status.token nor a client certificate');
     if (st.expirationTimestamp !== undefined && st.expirationTimestamp !== null) {
-      const t = Date.parse(st.expirationTimestamp);
-      if (typeof st.expirationTimestamp !== 'string' || Number.isNaN(t)) throw new ExecCredentialError(command, `status.expirationTimestamp ${JSON.stringify(st.expirationTimestamp)} is not RFC 3339`);
+      const t = typeof st.expirationTimestamp === 'string' && RFC3339.test(st.expirationTimestamp) ? Date.parse(st.expirationTimestamp) : NaN;
+      if (Number.isNaN(t)) throw new ExecCredentialError(command, `status.expirationTimestamp ${JSON.stringify(st.expirationTimestamp)} is not RFC 3339`);
       cred.expiresAt = t;
     }
     return cred;

@@ -51,7 +51,7 @@ export interface PsiLine {
 export function parsePsi(text: string): { some?: PsiLine; full?: PsiLine } {
   const out: { some?: PsiLine; full?: PsiLine } = {};
   for (const line of text.split('\n')) {
-    const m = /^(some|full)\s+avg10=([\d.]+)\s+avg60=([\d.]+)\s+avg300=([\d.]+)\s+total=(\d+)\s*$/.exec(line.trim());
+    const m = /^(some|full)\s+avg10=(\d+(?:\.\d+)?)\s+avg60=(\d+(?:\.\d+)?)\s+avg300=(\d+(?:\.\d+)?)\s+total=(\d+)\s*$/.exec(line.trim());
     if (!m) continue;
     out[m[1] as 'some' | 'full'] = { avg10: Number(m[2]), avg60: Number(m[3]), avg300: Number(m[4]), total: BigInt(m[5]!) };
   }

@@ -17,6 +17,22 @@ export interface CriLogRecord {
 
 const SPACE = 0x20;
 
+// time.Parse(time.RFC3339Nano, ...): 'T' and 'Z' upper case, every field in range (Date.parse
+// alone also takes "2026", "Tue, 01 Jan 2026", Feb 30 and 24:00).
+const RFC3339_NANO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:Z|[+-](\d{2}):(\d{2}))$/;
+
+/** Milliseconds since the epoch of an RFC3339Nano timestamp, NaN when it is not one. */
+export function parseRfc3339Nano(ts: string): number {
+  const m = RFC3339_NANO.exec(ts);
+  if (!m) return NaN;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  const monthDays = mo === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(mo) ? 30 : 31;
+  if (mo < 1 || mo > 12 || d < 1 || d > monthDays || h > 23 || mi > 59 || s > 59) return NaN;
+  if (m[7] !== undefined && (Number(m[7]) > 23 || Number(m[8]) > 59)) return NaN;
+  return Date.parse(ts);
+}
+
 /** Parses one record (without its trailing newline); undefined for a line that is not CRI format. */
 export function parseCriRecord(line: Buffer): CriLogRecord | undefined {
   const a = line.indexOf(SPACE);
@@ -26,7 +42,7 @@ export function parseCriRecord(line: Buffer): CriLogRecord | undefined {
   const stream = line.toString('latin1', a + 1, b);
   if (stream !== 'stdout' && stream !== 'stderr') return undefined;
   const timestamp = line.toString('latin1', 0, a);
-  const timeMs = Date.parse(timestamp);
+  const timeMs = parseRfc3339Nano(timestamp);
   if (Number.isNaN(timeMs)) return undefined;
   // Tag and content; a record whose tag is missing is a full line (the pre-tag format).
   const c = line.indexOf(SPACE, b + 1);

@@ -26,7 +26,8 @@ export interface KmsgOomRecord {
   memcgOom: boolean;
 }
 
-const OOM_KILL_LINE = /oom-kill:(.*)$/;
+// The message starts with it (anchored: a Killed process line's comm may say "oom-kill:").
+const OOM_KILL_LINE = /^oom-kill:(.*)$/;
 const LEGACY_TASK_LINE = /Task in (\S+) killed as a result of limit of (\S+)/;
 const KILLED_LINE = /(?:(Memory cgroup out of memory|Out of memory[^:]*): )?Killed process (\d+) \((.*)\)(.*)$/;
 // Before 4.19 the verdict came first ("...: Kill process N (comm) score S or sacrifice child").
@@ -70,6 +71,8 @@ export class KmsgOomParser {
     const killed = KILLED_LINE.exec(message);
     if (!killed) return undefined;
     const pid = Number(killed[2]);
+    // not a pid the kernel logs (0, or past what a number holds exactly)
+    if (!(pid > 0 && Number.isSafeInteger(pid))) return undefined;
     const fields = this.context?.fields ?? new Map<string, string>();
     const memcgOom = killed[1] !== undefined ? killed[1] === 'Memory cgroup out of memory' : this.context?.memcgOom ?? false;
     this.context = undefined;
@@ -81,24 +84,26 @@ export class KmsgOomParser {
       if (fields.has('constraint')) record.constraint = fields.get('constraint');
       if (fields.has('oom_memcg')) record.oomMemcg = fields.get('oom_memcg');
       if (fields.has('task_memcg')) record.taskMemcg = fields.get('task_memcg');
-      if (fields.has('uid')) record.uid = Number(fields.get('uid'));
+      assignDefined(record, 'uid', safeInt(fields.get('uid')));
     }
     const tail = killed[4] ?? '';
-    const kb = (name: string): number | undefined => {
-      const m = new RegExp(`${name}:(\\d+)kB`).exec(tail);
-      return m ? Number(m[1]) : undefined;
-    };
+    const kb = (name: string): number | undefined => safeInt(new RegExp(`${name}:(\\d+)kB`).exec(tail)?.[1]);
     assignDefined(record, 'totalVmKb', kb('total-vm'));
     assignDefined(record, 'anonRssKb', kb('anon-rss'));
     assignDefined(record, 'fileRssKb', kb('file-rss'));
     assignDefined(record, 'shmemRssKb', kb('shmem-rss'));
     assignDefined(record, 'pgtablesKb', kb('pgtables'));
-    const uid = /UID:(\d+)/.exec(tail);
-    if (uid) record.uid = Number(uid[1]);
-    const adj = /oom_score_adj:(-?\d+)/.exec(tail);
-    if (adj) record.oomScoreAdj = Number(adj[1]);
+    assignDefined(record, 'uid', safeInt(/UID:(\d+)/.exec(tail)?.[1]));
+    assignDefined(record, 'oomScoreAdj', safeInt(/oom_score_adj:(-?\d+)/.exec(tail)?.[1]));
     return record;
   }
+}
+
+/** A decimal the kernel printed, or undefined when there is none or it is past a safe integer. */
+function safeInt(s: string | undefined): number | undefined {
+  if (s === undefined) return undefined;
+  const n = Number(s);
+  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 function assignDefined<K extends keyof KmsgOomRecord>(r: KmsgOomRecord, key: K, v: KmsgOomRecord[K] | undefined): void {
@@ -125,6 +130,15 @@ export function parseOomKillFields(text: string): Map<string, string> {
     const valueStart = at + key.length + 1;
     const end = i + 1 < starts.length ? starts[i + 1]!.at - 1 : text.length;
     out.set(key, text.slice(valueStart, end));
+  }
+  // The victim names itself (task= is its comm, which any process may set to ",pid=1"): the
+  // kernel's last two fields, pid and uid, are read from the end, and the comm is what precedes them.
+  const task = starts.find((s) => s.key === 'task');
+  const last = /,pid=(\d+),uid=(\d+)$/.exec(text);
+  if (task && last && last.index >= task.at + 'task='.length) {
+    out.set('task', text.slice(task.at + 'task='.length, last.index));
+    out.set('pid', last[1]!);
+    out.set('uid', last[2]!);
   }
   return out;
 }

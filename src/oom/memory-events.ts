@@ -6,7 +6,8 @@ export function parseMemoryEvents(text: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
     const m = /^(\w+) (\d+)$/.exec(line.trim());
-    if (m) out.set(m[1]!, Number(m[2]));
+    // a counter past a safe integer is not one the kernel printed (and would not count exactly)
+    if (m && Number.isSafeInteger(Number(m[2]))) out.set(m[1]!, Number(m[2]));
   }
   return out;
 }

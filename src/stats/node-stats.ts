@@ -27,8 +27,10 @@ export function parseProcStat(text: string, ticksPerSecond = USER_HZ): ProcStat 
       const busy = [0, 1, 2, 5, 6, 7].reduce((sum, k) => sum + (n[k] ?? 0n), 0n);
       out.cpuUsageNs = (busy * 1_000_000_000n) / ticksPerSecond;
     } else if (line.startsWith('btime ')) {
-      const v = Number(line.slice(6).trim());
-      if (Number.isFinite(v) && v > 0) out.bootTimeSeconds = v;
+      // decimal digits only (Number() also takes "1e3" and "0x10")
+      const t = line.slice(6).trim();
+      const v = Number(t);
+      if (/^\d+$/.test(t) && Number.isSafeInteger(v) && v > 0) out.bootTimeSeconds = v;
     }
   }
   return out;
