@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 
+import { CriClient } from '../../src/runtime/cri-client.js';
 import { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { freePort, waitFor } from '../fixtures/kubelet-process.js';
 import { ensureRuntime, repoRoot, type TestRuntime } from '../fixtures/runtime.js';
@@ -82,6 +83,26 @@ function servedCert(port: number): Promise<X509Certificate> {
     });
     s.on('error', reject);
   });
+}
+
+/** `file` in the pod's cgroup directory (cgroup v1 pids hierarchy, or v2), when it exists. */
+function findPodCgroupFile(uid: string, file: string): string | undefined {
+  for (const root of ['/sys/fs/cgroup/pids/kubepods', '/sys/fs/cgroup/kubepods']) {
+    for (const dir of [root, ...['besteffort', 'burstable'].map((q) => join(root, q))]) {
+      const p = join(dir, `pod${uid}`, file);
+      if (existsSync(p)) return p;
+    }
+  }
+  return undefined;
+}
+
+async function listSandboxes(rt: TestRuntime, label: string): Promise<number> {
+  const cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
+  try {
+    return (await cri.listPodSandbox({ label_selector: { test: label } })).length;
+  } finally {
+    cri.close();
+  }
 }
 
 /** true when something accepts TCP connections on 127.0.0.1:port. */
@@ -262,7 +283,14 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
   describe('with flags only, set as the table says', () => {
     let k: Running;
     let serving: { cert: string; key: string };
+    let manifests: string;
     before(async () => {
+      // A static pod, to see --pod-max-pids on its pod cgroup.
+      manifests = await mkdtemp(join(tmpdir(), 'kts-cis-manifests-'));
+      await writeFile(join(manifests, 'pids.json'), JSON.stringify({
+        apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cis-pids', labels: { test: 'cis-kubelet' } },
+        spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: rt.images.busybox, command: ['sleep', '3600'] }] },
+      }));
       serving = api.ca!.serving(['127.0.0.1', NODE]);
       await writeFile(join(dir, 'serving.crt'), serving.cert);
       await writeFile(join(dir, 'serving.key'), serving.key, { mode: 0o600 });
@@ -273,10 +301,28 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
         '--read-only-port=0', '--streaming-connection-idle-timeout=5m', '--event-qps=50', '--pod-max-pids=1024',
         `--tls-cert-file=${join(dir, 'serving.crt')}`, `--tls-private-key-file=${join(dir, 'serving.key')}`,
         `--tls-cipher-suites=${CIS_CIPHERS.join(',')}`, '--rotate-certificates', '--make-iptables-util-chains=true',
-        '--feature-gates=RotateKubeletServerCertificate=true',
+        '--feature-gates=RotateKubeletServerCertificate=true', '--pod-manifest-path', manifests,
       ], healthzPort);
     });
-    after(async () => { await k?.stop(); });
+    after(async () => {
+      // The static pod goes with its manifest; then the process stops (pods would outlive it).
+      await rm(join(manifests, 'pids.json'), { force: true });
+      await waitFor(async () => (await listSandboxes(rt, 'cis-kubelet')) === 0, WAIT, 'the static pod to be removed').catch(() => undefined);
+      await k?.stop();
+      await rm(manifests, { recursive: true, force: true });
+    });
+
+    it('4.2.13: the static pod\'s cgroup has pids.max 1024', async () => {
+      const uid = await waitFor(async () => {
+        const list = JSON.parse((await secure(k.port, 'GET', '/pods', apiClient)).body) as { items: Array<{ metadata: { name: string; uid: string } }> };
+        return list.items.find((p) => p.metadata.name.startsWith('cis-pids-'))?.metadata.uid;
+      }, WAIT, 'the static pod in /pods');
+      const pidsMax = await waitFor(async () => {
+        const file = findPodCgroupFile(uid, 'pids.max');
+        return file ? readFileSync(file, 'utf8').trim() : undefined;
+      }, WAIT, `the pod cgroup of ${uid}`);
+      assert.equal(pidsMax, '1024');
+    });
 
     it('closes the secure port to anonymous peers (401, POST /run/ too) and the read-only port 10255', async () => {
       assert.equal((await secure(k.port, 'GET', '/pods')).status, 401);
@@ -290,9 +336,9 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
     });
 
     it('4.2.3: a certificate from --client-ca-file is authenticated, and authorized by SubjectAccessReview', async () => {
-      const before = api.reviews.accessReviews.length;
       assert.equal((await secure(k.port, 'GET', '/pods', apiClient)).status, 200);
-      const review = api.reviews.accessReviews.slice(before).find((r) => r.user === 'kube-apiserver-kubelet-client');
+      // The runs before had no client CA (the example) or AlwaysAllow (flags only): only this one asks.
+      const review = api.reviews.accessReviews.find((r) => r.user === 'kube-apiserver-kubelet-client');
       assert.ok(review, 'a SubjectAccessReview for the certificate\'s user');
       assert.equal((await configz(k.port, apiClient)).kubeletconfig.authentication.x509.clientCAFile, caFile);
     });
