@@ -405,7 +405,7 @@ export function usage(): string {
       (s.configField !== undefined && FIELD_SUPPORT[s.configField.split('.')[0] as keyof KubeletConfig] === 'not-implemented') ||
       (s.flagField !== undefined && FLAG_SUPPORT[s.flagField] === 'not-implemented');
     if (notImplemented && !text.includes('NOT IMPLEMENTED')) text += ' (NOT IMPLEMENTED by kubelet-ts yet: reported at start-up and ignored)';
-    lines.push(`  ${heads[i]!.padEnd(width)}${text}`);
+    lines.push(`  ${heads[i]!.padEnd(width)}${text.replace(/\n/g, `\n${' '.repeat(width + 2)}`)}`);
   });
   lines.push('', 'The --config file is a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in YAML or JSON.');
   return `${lines.join('\n')}\n`;
