@@ -3,6 +3,7 @@
 // once. A bad flag or config field exits non-zero before anything touches the runtime.
 
 import { loadConfig, usage, ConfigError, validateStandaloneAuth } from './config/index.js';
+import { insecureSettingWarnings } from './config/security.js';
 import { Kubelet, nodeNameFrom } from './kubelet/kubelet.js';
 import { buildDependencies } from './kubelet/dependencies.js';
 import { KubeletServer } from './server/server.js';
@@ -62,6 +63,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   setVerbosity(flags.verbosity ?? 0);
   const log = rootLogger;
   for (const w of warnings) log.warn(w);
+  for (const w of insecureSettingWarnings(config)) log.warn(w);
   if (opts.launchWarning) log.warn(opts.launchWarning);
 
   const native = loadNative();

@@ -13,7 +13,8 @@ import { DurationError, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js';
 import type { KubeletConfig } from './kubelet-config.js';
-import { FIELD_SUPPORT, FLAG_SUPPORT } from './schema.js';
+import { FIELD_SUPPORT, FLAG_SUPPORT, notImplementedMessage } from './schema.js';
+import { CIPHER_SUITES, INSECURE_CIPHER_SUITE_NAMES, SECURE_CIPHER_SUITE_NAMES } from './tls-names.js';
 
 /** Settings that only exist as flags (not KubeletConfiguration fields). */
 export interface KubeletFlags {
@@ -37,14 +38,37 @@ export interface KubeletFlags {
   help: boolean;
 }
 
-type FlagKind = 'string' | 'bool' | 'int' | 'duration' | 'featureGates';
+type FlagKind = 'string' | 'strings' | 'bool' | 'int' | 'int64' | 'duration' | 'featureGates';
+
+/** A KubeletConfig field, or a dotted path into one of its structs (authentication, authorization). */
+export type ConfigPath =
+  | keyof KubeletConfig
+  | 'authentication.anonymous.enabled'
+  | 'authentication.webhook.enabled'
+  | 'authentication.webhook.cacheTTL'
+  | 'authentication.x509.clientCAFile'
+  | 'authorization.mode'
+  | 'authorization.webhook.cacheAuthorizedTTL'
+  | 'authorization.webhook.cacheUnauthorizedTTL';
+
+/**
+ * Config-field values given on the command line, by field (dotted for a nested one:
+ * `authentication.anonymous.enabled`); feature gates as a map.
+ */
+export type FlagOverrides = Partial<KubeletConfig> & { [path: string]: unknown };
 
 interface FlagSpec {
   name: string;
   short?: string;
   kind: FlagKind;
   /** The KubeletConfig field the flag overrides, or a KubeletFlags field. */
-  configField?: keyof KubeletConfig;
+  configField?: ConfigPath;
+  /**
+   * An upstream KubeletConfiguration field kubelet-ts does not model (nor act on): the flag is
+   * accepted and, when given with `warnUnless` other than its value, reported as not implemented.
+   */
+  unmodeledField?: string;
+  warnUnless?: boolean;
   flagField?: keyof KubeletFlags;
   /** Shown in usage(). */
   defaultText?: string;
@@ -78,6 +102,38 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'pod-manifest-path', kind: 'string', configField: 'staticPodPath',
     help: 'Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots are ignored.' },
   { name: 'manifest-url', kind: 'string', configField: 'staticPodURL', help: 'URL for accessing additional Pod specifications to run.' },
+  { name: 'address', kind: 'string', configField: 'address', defaultText: '0.0.0.0',
+    help: 'The IP address for the Kubelet to serve on (set to \'0.0.0.0\' or \'::\' for listening on all interfaces and IP families).' },
+  { name: 'anonymous-auth', kind: 'bool', configField: 'authentication.anonymous.enabled', defaultText: 'true without --config, else false',
+    help: 'Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a group name of system:unauthenticated.' },
+  { name: 'authentication-token-webhook', kind: 'bool', configField: 'authentication.webhook.enabled', defaultText: 'false without --config, else true',
+    help: 'Use the TokenReview API to determine authentication for bearer tokens.' },
+  { name: 'authentication-token-webhook-cache-ttl', kind: 'duration', configField: 'authentication.webhook.cacheTTL', defaultText: '2m0s',
+    help: 'The duration to cache responses from the webhook token authenticator.' },
+  { name: 'authorization-mode', kind: 'string', configField: 'authorization.mode', defaultText: '"AlwaysAllow" without --config, else "Webhook"',
+    help: 'Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the SubjectAccessReview API to determine authorization.' },
+  { name: 'authorization-webhook-cache-authorized-ttl', kind: 'duration', configField: 'authorization.webhook.cacheAuthorizedTTL', defaultText: '5m0s',
+    help: 'The duration to cache \'authorized\' responses from the webhook authorizer.' },
+  { name: 'authorization-webhook-cache-unauthorized-ttl', kind: 'duration', configField: 'authorization.webhook.cacheUnauthorizedTTL', defaultText: '30s',
+    help: 'The duration to cache \'unauthorized\' responses from the webhook authorizer.' },
+  { name: 'client-ca-file', kind: 'string', configField: 'authentication.x509.clientCAFile',
+    help: 'If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.' },
+  { name: 'tls-cipher-suites', kind: 'strings', configField: 'tlsCipherSuites',
+    help: `Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used.\nPreferred values: ${SECURE_CIPHER_SUITE_NAMES.join(', ')}.\nInsecure values: ${INSECURE_CIPHER_SUITE_NAMES.join(', ')}.` },
+  { name: 'streaming-connection-idle-timeout', kind: 'duration', configField: 'streamingConnectionIdleTimeout', defaultText: '4h0m0s',
+    help: 'Maximum time a streaming connection can be idle before the connection is automatically closed. 0 indicates no timeout. Example: \'5m\'.' },
+  { name: 'event-qps', kind: 'int', configField: 'eventRecordQPS', defaultText: '50',
+    help: 'QPS to limit event creations. The number must be >= 0. If 0, event creations are not limited.' },
+  { name: 'event-burst', kind: 'int', configField: 'eventBurst', defaultText: '100',
+    help: 'Maximum size of a bursty event records, temporarily allows event records to burst to this number, while still not exceeding event-qps. The number must be >= 0. If 0 will use default burst (100).' },
+  { name: 'pod-max-pids', kind: 'int64', configField: 'podPidsLimit', defaultText: '-1',
+    help: 'Set the maximum number of processes per pod. If -1, the kubelet defaults to the node allocatable pid capacity.' },
+  { name: 'protect-kernel-defaults', kind: 'bool', configField: 'protectKernelDefaults',
+    help: 'Default kubelet behaviour for kernel tuning. If set, kubelet errors if any of kernel tunables is different than kubelet defaults.' },
+  { name: 'rotate-certificates', kind: 'bool', unmodeledField: 'rotateCertificates', warnUnless: false,
+    help: 'Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches. (NOT IMPLEMENTED by kubelet-ts yet: reported at start-up and ignored)' },
+  { name: 'make-iptables-util-chains', kind: 'bool', unmodeledField: 'makeIPTablesUtilChains', warnUnless: false, defaultText: 'true',
+    help: 'If true, kubelet will ensure iptables utility rules are present on host. (NOT IMPLEMENTED by kubelet-ts: it makes no iptables utility chains; true is reported at start-up and ignored)' },
   { name: 'tls-cert-file', kind: 'string', configField: 'tlsCertFile',
     help: 'File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert). If not given, a self-signed certificate and key are generated in --cert-dir.' },
   { name: 'tls-private-key-file', kind: 'string', configField: 'tlsPrivateKeyFile', help: 'File containing x509 private key matching --tls-cert-file.' },
@@ -127,7 +183,7 @@ const DEPRECATION =
 export interface ParsedFlags {
   flags: KubeletFlags;
   /** Config-field overrides given on the command line. */
-  overrides: Partial<KubeletConfig>;
+  overrides: FlagOverrides;
   warnings: string[];
 }
 
@@ -162,12 +218,13 @@ function parseGoBool(s: string): boolean | undefined {
   return undefined;
 }
 
-function parseIntFlag(display: string, value: string): number {
+function parseIntFlag(display: string, value: string, bits: 32 | 64 = 32): number {
   if (!/^[+-]?\d+$/.test(value)) {
     throw flagError(display, `invalid argument ${JSON.stringify(value)}: expected an integer`);
   }
   const n = Number(value);
-  if (n < -(2 ** 31) || n >= 2 ** 31) throw flagError(display, `invalid argument ${JSON.stringify(value)}: out of range for int32`);
+  if (bits === 32 && (n < -(2 ** 31) || n >= 2 ** 31)) throw flagError(display, `invalid argument ${JSON.stringify(value)}: out of range for int32`);
+  if (bits === 64 && !Number.isSafeInteger(n)) throw flagError(display, `invalid argument ${JSON.stringify(value)}: out of range`);
   return n;
 }
 
@@ -194,16 +251,29 @@ function parseFeatureGates(display: string, value: string, into: Record<string, 
  */
 export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
   const flags: KubeletFlags = { rootDir: '/var/lib/kubelet', nodeIP: [], verbosity: 0, help: false };
-  const overrides: Partial<KubeletConfig> = {};
+  const overrides: FlagOverrides = {};
   const warnings: string[] = [];
   const deprecatedSeen = new Set<string>();
+  const unmodeled = new Map<FlagSpec, boolean>();
 
   const apply = (spec: FlagSpec, display: string, value: string): void => {
-    let v: string | number | boolean;
+    let v: string | number | boolean | string[];
     switch (spec.kind) {
       case 'string':
         v = value;
         break;
+      case 'strings': {
+        // pflag's stringSlice: comma-separated, repeated flags append.
+        const items = value.split(',').map((x) => x.trim()).filter((x) => x !== '');
+        if (spec.configField === 'tlsCipherSuites') {
+          for (const name of items) {
+            if (!Object.hasOwn(CIPHER_SUITES, name)) throw flagError(display, `invalid argument ${JSON.stringify(value)}: cipher suite ${name} not supported or doesn't exist`);
+          }
+        }
+        const prev = spec.configField !== undefined ? (overrides as Record<string, unknown>)[spec.configField] : undefined;
+        v = [...(Array.isArray(prev) ? (prev as string[]) : []), ...items];
+        break;
+      }
       case 'bool': {
         const b = parseGoBool(value);
         if (b === undefined) throw flagError(display, `invalid argument ${JSON.stringify(value)}: expected true or false`);
@@ -212,6 +282,9 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
       }
       case 'int':
         v = parseIntFlag(display, value);
+        break;
+      case 'int64':
+        v = parseIntFlag(display, value, 64);
         break;
       case 'duration':
         try {
@@ -226,6 +299,10 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
         parseFeatureGates(display, value, gates);
         return;
       }
+    }
+    if (spec.unmodeledField !== undefined) {
+      unmodeled.set(spec, v as boolean);
+      return;
     }
     if (spec.configField !== undefined) {
       (overrides as Record<string, unknown>)[spec.configField] = v;
@@ -290,17 +367,25 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
     }
     apply(spec, display, value);
   }
+  for (const [spec, v] of unmodeled) {
+    if (spec.warnUnless === undefined || v !== spec.warnUnless) {
+      warnings.push(notImplementedMessage(`flag --${spec.name}=${String(v)} (field ${spec.unmodeledField})`));
+    }
+  }
   return { flags, overrides, warnings };
 }
 
 /** Applies command-line overrides to a config: flags win, feature gates merge. */
-export function applyFlagOverrides(c: KubeletConfig, overrides: Partial<KubeletConfig>): void {
+export function applyFlagOverrides(c: KubeletConfig, overrides: FlagOverrides): void {
   for (const [key, value] of Object.entries(overrides)) {
     if (key === 'featureGates') {
       c.featureGates = { ...c.featureGates, ...(value as Record<string, boolean>) };
-    } else {
-      (c as unknown as Record<string, unknown>)[key] = value;
+      continue;
     }
+    const parts = key.split('.');
+    let obj = c as unknown as Record<string, unknown>;
+    for (const part of parts.slice(0, -1)) obj = obj[part] as Record<string, unknown>;
+    obj[parts[parts.length - 1]!] = value;
   }
 }
 
@@ -317,10 +402,10 @@ export function usage(): string {
     if (s.defaultText !== undefined) text += ` (default ${s.defaultText})`;
     if (s.configField !== undefined && !s.notDeprecated) text += ` (DEPRECATED: set ${String(s.configField)} in the --config file)`;
     const notImplemented =
-      (s.configField !== undefined && FIELD_SUPPORT[s.configField] === 'not-implemented') ||
+      (s.configField !== undefined && FIELD_SUPPORT[s.configField.split('.')[0] as keyof KubeletConfig] === 'not-implemented') ||
       (s.flagField !== undefined && FLAG_SUPPORT[s.flagField] === 'not-implemented');
     if (notImplemented && !text.includes('NOT IMPLEMENTED')) text += ' (NOT IMPLEMENTED by kubelet-ts yet: reported at start-up and ignored)';
-    lines.push(`  ${heads[i]!.padEnd(width)}${text}`);
+    lines.push(`  ${heads[i]!.padEnd(width)}${text.replace(/\n/g, `\n${' '.repeat(width + 2)}`)}`);
   });
   lines.push('', 'The --config file is a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in YAML or JSON.');
   return `${lines.join('\n')}\n`;

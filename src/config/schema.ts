@@ -235,3 +235,17 @@ export function notImplementedWarnings(config: KubeletConfig, baseline: KubeletC
   }
   return out;
 }
+
+/**
+ * Which KubeletConfiguration settings kubelet-ts enforces, for /configz beside its
+ * `kubeletconfig` section: `notImplemented` are shown in kubeletconfig with their values but not
+ * acted on; `notModeled` are upstream fields kubelet-ts neither shows nor acts on (set in a file
+ * or by flag, they are reported at start-up).
+ */
+export function enforcementReport(): { implemented: string[]; notImplemented: string[]; notModeled: string[] } {
+  const implemented: string[] = [];
+  const notImplemented: string[] = [];
+  for (const [field, support] of Object.entries(FIELD_SUPPORT)) (support === 'implemented' ? implemented : notImplemented).push(field);
+  const notModeled = [...UPSTREAM_V1BETA1_FIELDS].filter((f) => !MODELED_FIELDS.has(f));
+  return { implemented: implemented.sort(), notImplemented: notImplemented.sort(), notModeled: notModeled.sort() };
+}

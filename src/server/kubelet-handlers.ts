@@ -11,6 +11,7 @@ import type { Pod, PodList } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
 import { formatDuration } from '../config/duration.js';
 import type { KubeletConfig } from '../config/index.js';
+import { enforcementReport } from '../config/schema.js';
 import type { Clock } from '../util/clock.js';
 import { escapePath } from './request-target.js';
 import { sendJSON, withMethods, type Handler } from './server.js';
@@ -50,11 +51,14 @@ function v1beta1(value: unknown, path: string): unknown {
   return value;
 }
 
-/** /configz: {"kubeletconfig": <the running KubeletConfiguration>} as upstream. */
+/**
+ * /configz: {"kubeletconfig": <the running KubeletConfiguration>} as upstream, and beside it
+ * "kubeletconfigEnforcement": which of those settings kubelet-ts enforces (enforcementReport).
+ */
 export function configzHandler(config: KubeletConfig): Handler {
   return withMethods(['GET'], (_req, res) => {
     const kc = { ...(v1beta1(config, '') as Record<string, unknown>), kind: 'KubeletConfiguration', apiVersion: 'kubelet.config.k8s.io/v1beta1' };
-    sendJSON(res, 200, { kubeletconfig: kc });
+    sendJSON(res, 200, { kubeletconfig: kc, kubeletconfigEnforcement: enforcementReport() });
   });
 }
 

@@ -32,7 +32,7 @@ export interface GateInput {
 export function buildGate(input: GateInput): KubeletGate {
   const { config, apiClient, clock } = input;
   const methods: AuthenticatorMethod[] = [];
-  if (config.authentication.x509.clientCAFile !== '') methods.push(x509Authenticator());
+  if (config.authentication.x509.clientCAFile !== '') methods.push(x509Authenticator(config.authentication.x509.clientCAFile));
   if (config.authentication.webhook.enabled) {
     if (!apiClient) throw new ServerAuthConfigError('authentication.webhook.enabled', 'no API client (--kubeconfig) to send TokenReviews with');
     methods.push(webhookTokenAuthenticator(apiTokenReviewer(apiClient), clock, config.authentication.webhook.cacheTTL));

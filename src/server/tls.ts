@@ -14,8 +14,9 @@ import type { SecureServerOptions } from 'node:http2';
 import type { KubeletConfig } from '../config/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { ServingCertError } from './errors.js';
-import { CIPHER_SUITES, DEFAULT_TLS_MIN_VERSION, TLS_VERSIONS } from '../config/tls-names.js';
+import { ServerAuthConfigError, ServingCertError } from './errors.js';
+import { createSecureContext } from 'node:tls';
+import { DEFAULT_TLS_MIN_VERSION, opensslCipherList, TLS_VERSIONS } from '../config/tls-names.js';
 
 export const SELF_SIGNED_CERT_FILE = 'kubelet.crt';
 export const SELF_SIGNED_KEY_FILE = 'kubelet.key';
@@ -64,10 +65,14 @@ export async function servingTLS(input: ServingTLSInput): Promise<ServingTLS> {
     key,
     minVersion: config.tlsMinVersion === '' ? DEFAULT_TLS_MIN_VERSION : TLS_VERSIONS[config.tlsMinVersion],
   };
-  if (config.tlsCipherSuites.length > 0) {
-    options.ciphers = [...new Set(config.tlsCipherSuites.map((n) => CIPHER_SUITES[n]!))].join(':');
-    // Go uses the server's order when the list is configured.
-    options.honorCipherOrder = true;
+  // Go's secure defaults when none are named (node's own list would also offer CBC-SHA256 and
+  // RSA key exchange suites, which Go counts insecure); the server's order, as Go.
+  options.ciphers = opensslCipherList(config.tlsCipherSuites);
+  options.honorCipherOrder = true;
+  try {
+    createSecureContext({ ciphers: options.ciphers, minVersion: options.minVersion });
+  } catch (err) {
+    throw new ServerAuthConfigError('tlsCipherSuites', `the TLS library refuses the cipher suites ${JSON.stringify(config.tlsCipherSuites)}: ${(err as Error).message}`);
   }
   const caFile = config.authentication.x509.clientCAFile;
   if (caFile !== '') {

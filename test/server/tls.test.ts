@@ -104,3 +104,62 @@ describe('secure port TLS settings', { timeout: 60_000 }, () => {
       (err: unknown) => isKubeletError(err, 'ERR_SERVING_CERT') && (err as Error).message.includes('missing.crt'));
   });
 });
+
+describe('secure port cipher suites: Go\'s secure defaults, insecure suites only by name', { timeout: 60_000 }, () => {
+  let dir: string;
+  const log = recordingLogger();
+  const clock = new FakeClock();
+  const servers: KubeletServer[] = [];
+  before(() => { dir = mkdtempSync(join(tmpdir(), 'kts-tls-ciphers-')); });
+  after(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function serve(patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> {
+    const config = defaultKubeletConfig();
+    patch(config);
+    const tls = await servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log });
+    const port = await freePort();
+    const gate = new KubeletGate({ nodeName: 'node-a', authenticator: unionAuthenticator([], true), authorizer: alwaysAllow, fineGrained: true, log });
+    const server = new KubeletServer({ host: hostDouble(), log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0,
+      secure: { address: '127.0.0.1', port, tls: tls.options, gate, routes: new Map() } });
+    await server.start();
+    servers.push(server);
+    return port;
+  }
+
+  it('by default refuses what Go counts insecure (CBC-SHA256, RSA key exchange) and offers its defaults', async () => {
+    const port = await serve(() => undefined);
+    for (const weak of ['ECDHE-RSA-AES128-SHA256', 'ECDHE-RSA-AES256-SHA384', 'AES128-GCM-SHA256', 'AES256-SHA', 'DHE-RSA-AES128-GCM-SHA256']) {
+      const r = await handshake(port, { maxVersion: 'TLSv1.2', ciphers: weak });
+      assert.equal(r.ok, false, `${weak} was negotiated`);
+    }
+    for (const [openssl, go] of [['ECDHE-RSA-AES128-GCM-SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'], ['ECDHE-RSA-CHACHA20-POLY1305', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256'], ['ECDHE-RSA-AES128-SHA', 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA']]) {
+      assert.equal((await handshake(port, { maxVersion: 'TLSv1.2', ciphers: openssl })).cipher, go);
+    }
+    // The server's order, as Go: AES-128-GCM first.
+    assert.equal((await handshake(port, { maxVersion: 'TLSv1.2' })).cipher, 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256');
+    assert.equal((await handshake(port, {})).protocol, 'TLSv1.3');
+  });
+
+  it('an insecure suite named in tlsCipherSuites is served (upstream accepts it; start-up warns)', async () => {
+    const port = await serve((c) => { c.tlsCipherSuites = ['TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']; });
+    assert.equal((await handshake(port, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-SHA256' })).cipher, 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256');
+    assert.equal((await handshake(port, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-CHACHA20-POLY1305' })).ok, false);
+  });
+
+  it('TLS 1.3 names in tlsCipherSuites do not restrict TLS 1.3, as Go', async () => {
+    const port = await serve((c) => { c.tlsCipherSuites = ['TLS_AES_256_GCM_SHA384', 'TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384']; });
+    const r = await handshake(port, {});
+    assert.equal(r.protocol, 'TLSv1.3');
+    assert.equal((await handshake(port, { maxVersion: 'TLSv1.2' })).cipher, 'TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384');
+  });
+
+  it('a suite the TLS library cannot offer is an error naming tlsCipherSuites', async () => {
+    const config = defaultKubeletConfig();
+    config.tlsCipherSuites = ['TLS_RSA_WITH_RC4_128_SHA'];
+    await assert.rejects(servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log }),
+      (err: unknown) => isKubeletError(err, 'ERR_SERVER_AUTH_CONFIG') && /^tlsCipherSuites: .*TLS_RSA_WITH_RC4_128_SHA/.test((err as Error).message));
+  });
+});

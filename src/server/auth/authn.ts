@@ -1,12 +1,14 @@
 // Authentication of kubelet API requests, as upstream's delegating authenticator builds it: x509
-// client certificates verified against authentication.x509.clientCAFile (user = CN, groups = O),
+// client certificates verified against authentication.x509.clientCAFile (user = the last CN,
+// groups = O, extended key usage checked along the chain as Go does),
 // then bearer tokens (Authorization header, or the WebSocket subprotocol form) checked by a
 // TokenReview sent to the API server (results cached for cacheTTL, failures too); the first that
 // identifies the request wins, and authenticated users get `system:authenticated`. With no
 // credentials the request is anonymous when authentication.anonymous.enabled; presented
 // credentials that fail are an error (401) even then.
 
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
 import type { Clock } from '../../util/clock.js';
@@ -53,28 +55,89 @@ export function apiTokenReviewer(client: { create<T>(path: string, body: unknown
   };
 }
 
-/** x509: the verified client certificate's subject. */
-export function x509Authenticator(): AuthenticatorMethod {
+/** A certificate of the peer's chain as node's getPeerCertificate(true) links it. */
+type ChainCert = PeerCertificate & { ext_key_usage?: string[]; issuerCertificate?: ChainCert };
+
+/** The peer's chain, leaf first, as node built it (the certificates sent, then the CA store's issuers). */
+function peerChain(leaf: ChainCert): ChainCert[] {
+  const chain: ChainCert[] = [];
+  for (let c: ChainCert | undefined = leaf; c && chain.length < 16; c = c.issuerCertificate) {
+    chain.push(c);
+    if (c.issuerCertificate === c) break;
+  }
+  return chain;
+}
+
+/** The certificates of a PEM bundle. */
+function parseBundle(pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.map((b) => new X509Certificate(b));
+}
+
+/**
+ * Go's chain check where OpenSSL's differs: OpenSSL refuses a chain with anyExtendedKeyUsage in
+ * place of clientAuth (INVALID_PURPOSE) before it checks signatures, and Go accepts it. Each
+ * certificate signed by the next, each valid now, every issuer a CA, the last one a certificate
+ * of the client CA file.
+ */
+function verifyChainAsGo(chain: ChainCert[], roots: X509Certificate[], now: number): string | undefined {
+  const certs = chain.map((c) => new X509Certificate(c.raw));
+  const last = certs[certs.length - 1]!;
+  if (!roots.some((r) => r.fingerprint256 === last.fingerprint256)) return 'certificate signed by unknown authority';
+  for (let i = 0; i < certs.length; i++) {
+    const c = certs[i]!;
+    if (now < Date.parse(c.validFrom) || now > Date.parse(c.validTo)) return `certificate has expired or is not yet valid: ${c.subject.replace(/\n/g, ',')}`;
+    const issuer = certs[i + 1] ?? c;
+    if (i + 1 < certs.length && !issuer.ca) return `x509: certificate ${issuer.subject.replace(/\n/g, ',')} is not authorized to sign other certificates`;
+    if (!c.checkIssued(issuer) || !c.verify(issuer.publicKey)) return 'certificate signed by unknown authority';
+  }
+  return undefined;
+}
+
+/**
+ * Go's x509 Verify with ExtKeyUsageClientAuth: every certificate of the chain (root included)
+ * that lists extended key usages must list clientAuth or anyExtendedKeyUsage.
+ */
+function chainAllowsClientAuth(chain: ChainCert[]): boolean {
+  return chain.every((c) => c.ext_key_usage === undefined || c.ext_key_usage.includes(CLIENT_AUTH_EKU) || c.ext_key_usage.includes(ANY_EKU));
+}
+
+/**
+ * x509: the client certificate verified against the client CA file, its identity as Kubernetes
+ * derives it from Go's pkix.Name: user = the subject's CommonName (the last CN attribute when
+ * there are several), groups = the Organization values.
+ */
+export function x509Authenticator(clientCAFile = ''): AuthenticatorMethod {
+  let roots: Promise<X509Certificate[]> | undefined;
   return async (req) => {
     const sock = tlsSocketOf(req);
     if (!sock) return undefined;
-    const cert = sock.getPeerCertificate() as PeerCertificate & { ext_key_usage?: string[] };
+    const cert = sock.getPeerCertificate(true) as ChainCert;
     if (!cert || Object.keys(cert).length === 0 || !cert.subject) return undefined;
+    const chain = peerChain(cert);
     if (!sock.authorized) {
-      throw new AuthenticationError(`verifying certificate ${subjectText(cert)} failed: ${String(sock.authorizationError ?? 'not signed by the client CA')}`);
+      let reason = String(sock.authorizationError ?? 'not signed by the client CA');
+      if (reason === 'INVALID_PURPOSE' && clientCAFile !== '') {
+        roots ??= readFile(clientCAFile, 'utf8').then(parseBundle);
+        // Wall time, as OpenSSL's own check of the same chain.
+        const why = verifyChainAsGo(chain, await roots, Date.now());
+        if (why === undefined && chainAllowsClientAuth(chain)) reason = '';
+        else reason = why ?? 'x509: certificate specifies an incompatible key usage';
+      }
+      if (reason !== '') throw new AuthenticationError(`verifying certificate ${subjectText(cert)} failed: ${reason}`);
     }
-    const eku = cert.ext_key_usage;
-    if (eku !== undefined && !eku.includes(CLIENT_AUTH_EKU) && !eku.includes(ANY_EKU)) {
-      throw new AuthenticationError(`verifying certificate ${subjectText(cert)} failed: not valid for client authentication`);
+    if (!chainAllowsClientAuth(chain)) {
+      throw new AuthenticationError(`verifying certificate ${subjectText(cert)} failed: x509: certificate specifies an incompatible key usage`);
     }
-    const name = first(cert.subject.CN);
+    const name = lastOf(cert.subject.CN);
     if (!name) throw new AuthenticationError(`certificate ${subjectText(cert)} has no common name`);
     return { name, groups: all(cert.subject.O) };
   };
 }
 
-function first(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
+/** Go's pkix.Name keeps the last value of a single-valued attribute such as CN. */
+function lastOf(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[v.length - 1] : v;
 }
 
 function all(v: string | string[] | undefined): string[] {
@@ -82,7 +145,7 @@ function all(v: string | string[] | undefined): string[] {
 }
 
 function subjectText(cert: PeerCertificate): string {
-  return `CN=${first(cert.subject?.CN) ?? ''}`;
+  return `CN=${lastOf(cert.subject?.CN) ?? ''}`;
 }
 
 /** The bearer token of a request: the Authorization header, or a WebSocket subprotocol token. */
