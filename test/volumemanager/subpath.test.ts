@@ -99,7 +99,10 @@ for (const openat2 of [true, false]) {
         const { workerData: { dir, target, stop } } = require('node:worker_threads');
         const x = dir + '/x';
         while (Atomics.load(stop, 0) === 0) {
-          try { mkdirSync(x); mkdirSync(x + '/sub'); rmdirSync(x + '/sub'); rmdirSync(x); symlinkSync(target, x); unlinkSync(x); Atomics.add(stop, 1, 1); } catch {}
+          for (const step of [() => rmdirSync(x + '/sub'), () => rmdirSync(x), () => symlinkSync(target, x), () => unlinkSync(x), () => mkdirSync(x), () => mkdirSync(x + '/sub')]) {
+            try { step(); } catch {}
+          }
+          Atomics.add(stop, 1, 1);
         }
       `, { eval: true, workerData: { dir: race, target: outside, stop } });
       const outsideIds = new Set([await stat(outside), await stat(join(outside, 'sub'))].map((s) => `${s.dev}:${s.ino}`));
