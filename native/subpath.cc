@@ -442,14 +442,18 @@ void Clean(const std::string& podDir, const std::string& only, CleanResult* res)
   Fd sp;
   if (!OpenChildDir(pod.get(), kSubpathDir, spPath, &sp, res)) return;
   std::vector<std::string> volumes = only.empty() ? Names(sp.get(), spPath) : std::vector<std::string>{only};
+  // a directory left below (an error already said why) keeps its parents: no second error for them
+  const size_t before = res->errors.size();
   for (const std::string& v : volumes) {
     const std::string vPath = spPath + "/" + v;
     Fd vol;
     if (!OpenChildDir(sp.get(), v, vPath, &vol, res)) continue;
+    const size_t beforeVolume = res->errors.size();
     for (const std::string& c : Names(vol.get(), vPath)) {
       const std::string cPath = vPath + "/" + c;
       Fd ctr;
       if (!OpenChildDir(vol.get(), c, cPath, &ctr, res)) continue;
+      const size_t beforeContainer = res->errors.size();
       for (const std::string& i : Names(ctr.get(), cPath)) {
         const std::string iPath = cPath + "/" + i;
         try {
@@ -463,12 +467,12 @@ void Clean(const std::string& podDir, const std::string& only, CleanResult* res)
           res->errors.push_back(e.message);
         }
       }
-      RemoveDir(vol.get(), c, cPath, res, false);
+      RemoveDir(vol.get(), c, cPath, res, res->errors.size() > beforeContainer);
     }
-    RemoveDir(sp.get(), v, vPath, res, false);
+    RemoveDir(sp.get(), v, vPath, res, res->errors.size() > beforeVolume);
   }
   // other volumes' subpaths may remain when one volume was cleaned
-  RemoveDir(pod.get(), kSubpathDir, spPath, res, !only.empty());
+  RemoveDir(pod.get(), kSubpathDir, spPath, res, !only.empty() || res->errors.size() > before);
 }
 
 Napi::Error ToJsError(Napi::Env env, const SubpathError& e) {
