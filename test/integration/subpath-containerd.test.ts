@@ -113,7 +113,7 @@ describe('subPath race on containerd', () => {
       for (const c of pod.spec.containers) c.image = rt.images.busybox;
       applyPodDefaults(pod);
       // the kubelet's log lines kept for the report (a refused subPath says why there)
-      setLogSink((line) => { if (/subPath/.test(line)) refusals.push(line.replace(/^\S+ \S+ /, '')); });
+      setLogSink((line) => { if (/Failed to prepare subPath/.test(line)) refusals.push(line); });
       rootDir = await mkdtemp(join(tmpdir(), 'kts-subpath-race-'));
       cgroups = new PodContainerManager({ mounts: await discoverCgroupMounts(), cgroupRoot: '', log: createLogger() });
       const log = createLogger();
