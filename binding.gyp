@@ -14,6 +14,7 @@
         "native/process_control.cc",
         "native/stat_batch.cc",
         "native/du_batch.cc",
+        "native/subpath.cc",
         "native/oom/watcher.cc",
         "native/oom/proc_scan.cc",
         "native/oom/eventfd_backend.cc",

@@ -6,6 +6,7 @@
 #include "oom_watcher.h"
 #include "process_control.h"
 #include "stat_batch.h"
+#include "subpath.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kts::InitProcessControl(env, exports);
   kts::InitStatBatch(env, exports);
   kts::InitDuBatch(env, exports);
+  kts::InitSubpath(env, exports);
   return exports;
 }
 

@@ -70,7 +70,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   if (!native.addon) {
     log.warn('Native addon unavailable; falling back', {
       reason: native.error,
-      fallbacks: 'stats backend native -> fs; OOM watcher cgroup/ebpf -> off',
+      fallbacks: 'stats backend native -> fs; OOM watcher cgroup/ebpf -> off; subPath volume mounts -> refused',
     });
   }
 

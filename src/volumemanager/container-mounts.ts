@@ -1,14 +1,15 @@
 // A container's volumeMounts as CRI mounts (upstream makeMounts in kubelet_pods.go): the
 // volume's host path, or a subPath inside it (subPathExpr expanded from the container's
 // environment), read-only when asked or forced by the plugin, and the mount propagation.
-// A subPath must stay inside its volume: it is resolved with realpath, symlinks included, and
-// refused when it lands outside; the resolved path is what the runtime mounts.
+// A subPath is opened from the volume's root with no symlink followed and bind-mounted by its
+// descriptor under the pod's directory (subpath.ts); that mount, not the subPath's own path,
+// is what the runtime mounts, so swapping a symlink in afterwards changes nothing.
 
-import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
-import { posix } from 'node:path';
 import type { Container } from '../api/types.js';
 import type { MountInput, MountPropagation } from '../runtime/cri-types.js';
 import { CreateContainerConfigError, expand, type EnvKeyValue } from '../runtime/env.js';
+import { rootLogger, type Logger } from '../util/log.js';
+import { defaultSubPathMounter, SubPathError, type SubPathMounter, type SubPathRequest } from './subpath.js';
 import type { PodVolumes } from './volume-manager.js';
 
 /** upstream translateMountPropagation. */
@@ -39,51 +40,44 @@ export function expandSubPathExpr(expr: string, envs: readonly EnvKeyValue[]): s
   return out;
 }
 
-function isInside(root: string, p: string): boolean {
-  return p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+/** upstream's checks of a subPath before anything touches the disk (kubelet_pods.go makeMounts). */
+export function validateSubPath(subPath: string): void {
+  if (subPath.startsWith('/')) throw new CreateContainerConfigError(`error SubPath ${JSON.stringify(subPath)} must not be an absolute path`);
+  if (subPath.split('/').includes('..')) throw new CreateContainerConfigError(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
+}
+
+/** Where a container's subPath mounts go and who makes them. */
+export interface VolumeMountContext {
+  /** <rootDir>/pods/<uid>: subPaths are bind-mounted under its volume-subpaths/. */
+  podDir: string;
+  /** The native mounter by default (refusing subPath without the addon). */
+  subPaths?: SubPathMounter;
+  log?: Logger;
 }
 
 /**
- * Resolves `subPath` inside `volumePath`: creates it as a directory (with the volume's mode)
- * when missing, then checks its real path stays inside the volume's real path.
+ * The subPath bind-mounted safely; the stable path under the pod directory comes back. The
+ * message the pod's owner sees keeps host details out, as upstream's; the log has them.
  */
-export async function resolveSubPath(volumePath: string, subPath: string, what: string): Promise<string> {
-  if (subPath.startsWith('/')) throw new CreateContainerConfigError(`error SubPath ${JSON.stringify(subPath)} must not be an absolute path`);
-  if (subPath.split('/').includes('..')) throw new CreateContainerConfigError(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
-  const refuse = (cause?: unknown): never => {
-    // upstream keeps host details out of the message the pod's owner sees
-    throw new CreateContainerConfigError(`failed to prepare subPath for volumeMount ${what}`, cause ? { cause } : undefined);
-  };
-  const root = await realpath(volumePath).catch(refuse);
-  const target = posix.join(volumePath, subPath);
-  // a dangling symlink is not "missing": creating through it would write outside the volume
-  const present = await lstat(target).then(() => true, () => false);
-  if (!present) {
-    const mode = (await stat(root).catch(refuse)).mode & 0o7777;
-    // create component by component, each parent checked first, so no link is followed out
-    let cur = root;
-    for (const part of subPath.split('/').filter((p) => p !== '' && p !== '.')) {
-      const next = posix.join(cur, part);
-      const real = await realpath(next).catch(() => undefined);
-      if (real === undefined) {
-        if (await lstat(next).then(() => true, () => false)) refuse();
-        await mkdir(next, { mode }).catch(refuse);
-        cur = next;
-      } else {
-        if (!isInside(root, real)) refuse();
-        cur = real;
-      }
-    }
+async function prepareSubPath(ctx: VolumeMountContext, req: SubPathRequest): Promise<string> {
+  try {
+    return await (ctx.subPaths ?? defaultSubPathMounter()).prepare(req);
+  } catch (err) {
+    const what = `volumeMount ${JSON.stringify(req.volumeName)} of container ${JSON.stringify(req.containerName)}`;
+    const phase = err instanceof SubPathError ? err.phase : 'open';
+    (ctx.log ?? rootLogger).error('Failed to prepare subPath for volumeMount of the container', { containerName: req.containerName, volumeMountName: req.volumeName, err: (err as Error).message });
+    if (phase === 'unavailable') throw new CreateContainerConfigError(`failed to prepare subPath for ${what}: ${(err as Error).message}`, { cause: err });
+    if (phase === 'create') throw new CreateContainerConfigError(`failed to create subPath directory for ${what}`, { cause: err });
+    throw new CreateContainerConfigError(`failed to prepare subPath for ${what}`, { cause: err });
   }
-  const resolved = await realpath(target).catch(refuse);
-  if (!isInside(root, resolved)) refuse();
-  return resolved;
 }
 
 /** The CRI mounts of a container's volumeMounts. Throws CreateContainerConfigError as upstream. */
-export async function makeVolumeMounts(container: Container, volumes: PodVolumes, envs: readonly EnvKeyValue[]): Promise<MountInput[]> {
+export async function makeVolumeMounts(container: Container, volumes: PodVolumes, envs: readonly EnvKeyValue[], ctx: VolumeMountContext): Promise<MountInput[]> {
   const out: MountInput[] = [];
-  for (const m of container.volumeMounts ?? []) {
+  const mounts = container.volumeMounts ?? [];
+  for (let index = 0; index < mounts.length; index++) {
+    const m = mounts[index]!;
     const vol = volumes.get(m.name);
     if (!vol) throw new CreateContainerConfigError(`cannot find volume ${JSON.stringify(m.name)} to mount into container ${JSON.stringify(container.name)}`);
     let hostPath = vol.hostPath;
@@ -91,7 +85,8 @@ export async function makeVolumeMounts(container: Container, volumes: PodVolumes
     const expr = (m as { subPathExpr?: string }).subPathExpr;
     if (expr) subPath = expandSubPathExpr(expr, envs);
     if (subPath !== '') {
-      hostPath = await resolveSubPath(vol.hostPath, subPath, `${JSON.stringify(m.name)} of container ${JSON.stringify(container.name)}`);
+      validateSubPath(subPath);
+      hostPath = await prepareSubPath(ctx, { volumePath: vol.hostPath, subPath, podDir: ctx.podDir, volumeName: m.name, containerName: container.name, index });
     }
     out.push({
       container_path: m.mountPath,

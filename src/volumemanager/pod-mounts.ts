@@ -8,7 +8,9 @@ import type { MountInput } from '../runtime/cri-types.js';
 import { CreateContainerConfigError, type EnvKeyValue } from '../runtime/env.js';
 import { generatePodHostname } from '../runtime/sandbox-config.js';
 import { confinedJoin } from '../util/safe-path.js';
+import type { Logger } from '../util/log.js';
 import { makeVolumeMounts } from './container-mounts.js';
+import type { SubPathMounter } from './subpath.js';
 import type { PodVolumes } from './volume-manager.js';
 
 export interface PodContainerMountsInput {
@@ -23,6 +25,9 @@ export interface PodContainerMountsInput {
   clusterDomain: string;
   /** The node's hosts file (host-network pods copy it); defaults to /etc/hosts. */
   nodeHostsFile?: string;
+  /** Who bind-mounts subPaths (the native mounter by default). */
+  subPaths?: SubPathMounter;
+  log?: Logger;
 }
 
 /** `<subdomain>.<namespace>.svc.<clusterDomain>` for a pod with a subdomain (upstream GeneratePodHostNameAndDomain). */
@@ -32,7 +37,7 @@ export function podHostDomain(pod: Pod, clusterDomain: string): string {
 
 export async function podContainerMounts(input: PodContainerMountsInput): Promise<MountInput[]> {
   const { pod, container, podIPs } = input;
-  const mounts = await makeVolumeMounts(container, input.volumes, input.envs);
+  const mounts = await makeVolumeMounts(container, input.volumes, input.envs, { podDir: input.podDir, subPaths: input.subPaths, log: input.log });
   const ownsHosts = (container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS_PATH);
   if (podIPs.length > 0 && !ownsHosts) {
     const file = confinedJoin(input.podDir, 'etc-hosts');

@@ -21,6 +21,7 @@ import { StandaloneObjectSource, VolumeObjectError, type VolumeObjectSource } fr
 import { TokenManager } from './token-manager.js';
 import { setVolumeOwnership } from './ownership.js';
 import { memoryVolumeSizeBytes } from './tmpfs.js';
+import { defaultSubPathMounter, type SubPathMounter } from './subpath.js';
 import { isStaticPod } from '../runtime/resources.js';
 
 /** One set-up volume: where it is on the host and how the plugin wants it mounted. */
@@ -48,6 +49,8 @@ export interface VolumeManagerOptions {
   objects?: VolumeObjectSource;
   /** Token refresh jitter (tests pin it). */
   tokenJitterMs?: () => number;
+  /** Who unmounts the pods' subPath bind mounts (the native mounter by default). */
+  subPaths?: SubPathMounter;
 }
 
 /**
@@ -75,12 +78,14 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 export class VolumeManager {
   private readonly mounter: Mounter;
+  private readonly subPaths: SubPathMounter;
   private readonly objects: VolumeObjectSource;
   private readonly standalone: boolean;
   readonly tokens: TokenManager;
 
   constructor(private readonly opts: VolumeManagerOptions) {
     this.mounter = opts.mounter ?? systemMounter;
+    this.subPaths = opts.subPaths ?? defaultSubPathMounter();
     this.standalone = !opts.objects;
     this.objects = opts.objects ?? new StandaloneObjectSource();
     this.tokens = new TokenManager({
@@ -141,12 +146,15 @@ export class VolumeManager {
   }
 
   /**
-   * Tears the pod's volumes down once its containers are gone: every mount under the pod's
-   * directory (tmpfs emptyDirs, found in the mount table, so a restart loses nothing) is
-   * unmounted, deepest first. The caller removes the directory afterwards.
+   * Tears the pod's volumes down once its containers are gone: the subPath bind mounts first
+   * (upstream CleanSubPaths: found on disk under volume-subpaths/, unmounted and removed without
+   * following a symlink), then every other mount under the pod's directory (tmpfs emptyDirs,
+   * found in the mount table, so a restart loses nothing), deepest first. The caller removes
+   * the directory afterwards.
    */
   async unmountPod(uid: string): Promise<void> {
     const dir = podDir(this.opts.rootDir, uid);
+    for (const p of await this.subPaths.clean(dir)) this.opts.log.info('Unmounted subPath', { podUID: uid, path: p });
     const prefix = `${dir}/`;
     const mounts = (await this.mounter.list())
       .map((m) => m.mountPoint)

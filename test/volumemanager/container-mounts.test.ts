@@ -1,60 +1,36 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Container, Pod } from '../../src/api/types.js';
 import { CreateContainerConfigError } from '../../src/runtime/env.js';
-import { expandSubPathExpr, makeVolumeMounts, resolveSubPath, translateMountPropagation } from '../../src/volumemanager/container-mounts.js';
+import { expandSubPathExpr, makeVolumeMounts, translateMountPropagation } from '../../src/volumemanager/container-mounts.js';
 import { podContainerMounts } from '../../src/volumemanager/pod-mounts.js';
+import { refusingSubPathMounter, SubPathError, type SubPathMounter, type SubPathRequest } from '../../src/volumemanager/subpath.js';
 import type { PodVolumes } from '../../src/volumemanager/volume-manager.js';
+import { loggerDouble } from '../kubelet/doubles.js';
 
 let root: string;
 let vol: string;
-let outside: string;
 before(async () => {
   root = await mkdtemp(join(tmpdir(), 'kts-sub-'));
   vol = join(root, 'vol');
-  outside = join(root, 'outside');
   await mkdir(join(vol, 'inner'), { recursive: true });
-  await mkdir(outside);
-  await writeFile(join(outside, 'secret'), 'host data');
-  await symlink(outside, join(vol, 'escape'));
-  await symlink('../..', join(vol, 'inner', 'up'));
-  await symlink('inner', join(vol, 'inside-link'));
 });
 after(async () => { await rm(root, { recursive: true, force: true }); });
 
-const refused = (err: unknown): boolean => err instanceof CreateContainerConfigError && /^failed to prepare subPath for volumeMount/.test(err.message);
-
-describe('subPath confinement', () => {
-  it('resolves an existing subPath, and a symlink that stays inside', async () => {
-    assert.equal(await resolveSubPath(vol, 'inner', 'm'), join(vol, 'inner'));
-    assert.equal(await resolveSubPath(vol, 'inside-link', 'm'), join(vol, 'inner'));
-  });
-
-  it('creates a missing subPath as a directory inside the volume', async () => {
-    const p = await resolveSubPath(vol, 'new/deeper', 'm');
-    assert.equal(p, join(vol, 'new', 'deeper'));
-    assert.ok((await stat(p)).isDirectory());
-  });
-
-  it('refuses a symlink out of the volume, directly or further down', async () => {
-    await assert.rejects(resolveSubPath(vol, 'escape', 'm'), refused);
-    await assert.rejects(resolveSubPath(vol, 'escape/secret', 'm'), refused);
-    await assert.rejects(resolveSubPath(vol, 'inner/up', 'm'), refused);
-  });
-
-  it('never creates anything through an escaping link', async () => {
-    await assert.rejects(resolveSubPath(vol, 'escape/made-here', 'm'), refused);
-    await assert.rejects(stat(join(outside, 'made-here')));
-  });
-
-  it('refuses ".." and absolute subPaths with upstream messages', async () => {
-    await assert.rejects(resolveSubPath(vol, '../outside', 'm'), { message: "unable to provision SubPath `../outside`: must not contain '..'" });
-    await assert.rejects(resolveSubPath(vol, '/etc', 'm'), { message: 'error SubPath "/etc" must not be an absolute path' });
-  });
-});
+/** Records what makeVolumeMounts asks for and answers the stable path (the bind mount is the native mounter's). */
+class RecordingSubPaths implements SubPathMounter {
+  readonly calls: SubPathRequest[] = [];
+  fail?: SubPathError;
+  async prepare(req: SubPathRequest): Promise<string> {
+    this.calls.push(req);
+    if (this.fail) throw this.fail;
+    return join(req.podDir, 'volume-subpaths', req.volumeName, req.containerName, String(req.index));
+  }
+  async clean(): Promise<string[]> { return []; }
+}
 
 describe('makeVolumeMounts', () => {
   const vols = (): PodVolumes => new Map([
@@ -74,18 +50,56 @@ describe('makeVolumeMounts', () => {
         { name: 'data', mountPath: '/expr', subPathExpr: 'per-pod/$(POD_NAME)', mountPropagation: 'None' } as Container['volumeMounts'] extends (infer M)[] | undefined ? M : never,
       ],
     };
-    const mounts = await makeVolumeMounts(c, vols(), [{ key: 'POD_NAME', value: 'web' }]);
+    const subPaths = new RecordingSubPaths();
+    const podDirectory = join(root, 'pod-m');
+    const mounts = await makeVolumeMounts(c, vols(), [{ key: 'POD_NAME', value: 'web' }], { podDir: podDirectory, subPaths });
+    const sp = join(podDirectory, 'volume-subpaths', 'data', 'app');
     assert.deepEqual(mounts.map((m) => [m.container_path, m.host_path, m.readonly, m.propagation]), [
       ['/data', vol, false, 'PROPAGATION_PRIVATE'],
       ['/ro', vol, true, 'PROPAGATION_HOST_TO_CONTAINER'],
       ['/info', join(root, 'info'), true, 'PROPAGATION_PRIVATE'],
-      ['/sub', join(vol, 'inner'), false, 'PROPAGATION_BIDIRECTIONAL'],
-      ['/expr', join(vol, 'per-pod', 'web'), false, 'PROPAGATION_PRIVATE'],
+      ['/sub', join(sp, '3'), false, 'PROPAGATION_BIDIRECTIONAL'],
+      ['/expr', join(sp, '4'), false, 'PROPAGATION_PRIVATE'],
+    ]);
+    // upstream's index scheme: the volumeMount's index in the container, so a restart finds the mount again
+    assert.deepEqual(subPaths.calls, [
+      { volumePath: vol, subPath: 'inner', podDir: podDirectory, volumeName: 'data', containerName: 'app', index: 3 },
+      { volumePath: vol, subPath: 'per-pod/web', podDir: podDirectory, volumeName: 'data', containerName: 'app', index: 4 },
     ]);
   });
 
+  it('a subPath that cannot be made or opened is upstream\'s CreateContainerConfigError, without host details', async () => {
+    const c: Container = { name: 'app', image: 'x', volumeMounts: [{ name: 'data', mountPath: '/s', subPath: 'escape' }] };
+    const subPaths = new RecordingSubPaths();
+    const lines: string[] = [];
+    const log = { ...loggerDouble(lines), error: (m: string, f?: Record<string, unknown>) => void lines.push(`E ${m} ${JSON.stringify(f)}`) };
+    subPaths.fail = new SubPathError('open', `subpath not within volume path '${vol}/escape'`);
+    await assert.rejects(makeVolumeMounts(c, vols(), [], { podDir: root, subPaths, log }), (err: unknown) =>
+      err instanceof CreateContainerConfigError && err.message === 'failed to prepare subPath for volumeMount "data" of container "app"');
+    assert.ok(lines.some((l) => l.includes('Failed to prepare subPath') && l.includes('not within volume path')), 'the log has the details');
+    subPaths.fail = new SubPathError('create', 'mkdirat: Permission denied');
+    await assert.rejects(makeVolumeMounts(c, vols(), [], { podDir: root, subPaths, log }), { message: 'failed to create subPath directory for volumeMount "data" of container "app"' });
+  });
+
+  it('without the native addon a subPath is refused, saying why; a mount without subPath still works', async () => {
+    const c: Container = { name: 'app', image: 'x', volumeMounts: [{ name: 'data', mountPath: '/d' }, { name: 'data', mountPath: '/s', subPath: 'inner' }] };
+    await assert.rejects(makeVolumeMounts(c, vols(), [], { podDir: root, subPaths: refusingSubPathMounter, log: loggerDouble([]) }), {
+      message: 'failed to prepare subPath for volumeMount "data" of container "app": subPath volume mounts need the native addon of kubelet-ts, which is not loaded',
+    });
+    const plain = await makeVolumeMounts({ ...c, volumeMounts: [c.volumeMounts![0]!] }, vols(), [], { podDir: root, subPaths: refusingSubPathMounter });
+    assert.deepEqual(plain.map((m) => m.host_path), [vol]);
+  });
+
+  it('refuses ".." and absolute subPaths with upstream messages before touching the disk', async () => {
+    const subPaths = new RecordingSubPaths();
+    const mk = (subPath: string) => makeVolumeMounts({ name: 'app', image: 'x', volumeMounts: [{ name: 'data', mountPath: '/s', subPath }] }, vols(), [], { podDir: root, subPaths });
+    await assert.rejects(mk('../outside'), { message: "unable to provision SubPath `../outside`: must not contain '..'" });
+    await assert.rejects(mk('/etc'), { message: 'error SubPath "/etc" must not be an absolute path' });
+    assert.deepEqual(subPaths.calls, []);
+  });
+
   it('refuses an unknown volume, an unexpandable subPathExpr and a bad propagation mode', async () => {
-    await assert.rejects(makeVolumeMounts({ name: 'app', image: 'x', volumeMounts: [{ name: 'nope', mountPath: '/n' }] }, vols(), []),
+    await assert.rejects(makeVolumeMounts({ name: 'app', image: 'x', volumeMounts: [{ name: 'nope', mountPath: '/n' }] }, vols(), [], { podDir: root }),
       { message: 'cannot find volume "nope" to mount into container "app"' });
     assert.throws(() => expandSubPathExpr('$(A)/$(B)', [{ key: 'A', value: 'a' }]), { message: 'missing value for B' });
     assert.throws(() => translateMountPropagation('Sideways'), { message: 'invalid MountPropagation mode: "Sideways"' });
@@ -93,7 +107,7 @@ describe('makeVolumeMounts', () => {
 
   it('refuses a subPathExpr that expands to ".."', async () => {
     const c = { name: 'app', image: 'x', volumeMounts: [{ name: 'data', mountPath: '/e', subPathExpr: '$(X)' }] } as unknown as Container;
-    await assert.rejects(makeVolumeMounts(c, vols(), [{ key: 'X', value: '..' }]), /must not contain '\.\.'/);
+    await assert.rejects(makeVolumeMounts(c, vols(), [{ key: 'X', value: '..' }], { podDir: root, subPaths: new RecordingSubPaths() }), /must not contain '\.\.'/);
   });
 });
 
