@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { CriClient } from '../runtime/cri-client.js';
-import { RuntimeManager } from '../runtime/runtime-manager.js';
+import { RuntimeManager, type RuntimeManagerOptions } from '../runtime/runtime-manager.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import type { ProbeResultsView } from '../runtime/pod-actions.js';
 import type { ProbeRunner } from '../prober/types.js';
@@ -56,6 +56,10 @@ export interface RuntimeHooks {
   onContainerStarted: (pod: Pod, containerName: string, containerID: string) => void;
   /** The prober's liveness/startup results (computePodActions kills on a failure). */
   probeResults?: ProbeResultsView;
+  /** The pod's RuntimeClass handler; the pod's user namespace; events about the pod (FailedCreatePodSandBox). */
+  runtimeHandler?: RuntimeManagerOptions['runtimeHandler'];
+  userNamespace?: RuntimeManagerOptions['userNamespace'];
+  recordEvent?: RuntimeManagerOptions['recordEvent'];
 }
 
 export interface KubeletDependencies {
