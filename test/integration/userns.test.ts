@@ -39,7 +39,8 @@ describe('hostUsers: false on containerd', () => {
   before(async () => {
     rt = await ensureRuntime();
     cri = new CriClient({ runtimeEndpoint: rt.endpoint, timeoutMs: 30_000 });
-    kubelet = await startKubelet({ endpoint: rt.endpoint });
+    // -v 3: the kubelet logs the events it records
+    kubelet = await startKubelet({ endpoint: rt.endpoint, extraArgs: ['-v', '3'] });
   });
 
   after(async () => {
@@ -77,8 +78,10 @@ describe('hostUsers: false on containerd', () => {
     }
 
     // The runtime cannot: the sandbox fails as upstream's does, again on each retry.
-    await waitFor(async () => kubelet.logs().split(NO_USERNS).length - 1 >= 2, WAIT, `two FailedCreatePodSandBox "${NO_USERNS}" in the log`);
-    assert.match(kubelet.logs(), /FailedCreatePodSandBox/);
+    // the log quotes values as JSON strings
+    const event = `reason="FailedCreatePodSandBox" message=${JSON.stringify(NO_USERNS)}`;
+    const events = () => kubelet.logs().split('\n').filter((l) => l.includes(event) && l.includes(pod.metadata.name!));
+    await waitFor(async () => events().length >= 2, WAIT, `two events ${event} in the log`);
     assert.deepEqual(await cri.listPodSandbox(selector), [], 'the runtime has no sandbox for the pod');
     assert.deepEqual(await cri.listContainers(selector), [], 'the runtime has no container for the pod');
     const now = await podNamed('userns');
