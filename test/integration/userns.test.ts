@@ -11,7 +11,6 @@ import { access, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
-import { toRuntimeHandlerInfo } from '../../src/runtime/runtime-handlers.js';
 import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
 import { startKubelet, waitFor, type KubeletProcess } from '../fixtures/kubelet-process.js';
 
@@ -54,8 +53,9 @@ describe('hostUsers: false on containerd', () => {
     (await kubelet.pods()).find((p) => p.metadata.name === `${name}-${kubelet.nodeName}`);
 
   it('never runs it as the host\'s root', async () => {
-    const handlers = toRuntimeHandlerInfo((await cri.status()).runtime_handlers);
-    const supported = handlers.find((h) => h.name === '')?.supportsUserNamespaces === true;
+    // runtime_handlers: newer runtimes only (containerd 1.6 sends none)
+    const handlers = (await cri.status()).runtime_handlers ?? [];
+    const supported = handlers.find((h) => h.name === '')?.features?.user_namespaces === true;
     await writeFile(join(kubelet.manifestDir, 'hostusers.json'), manifest('hostusers', rt.images.busybox, true));
     await writeFile(join(kubelet.manifestDir, 'userns.json'), manifest('userns', rt.images.busybox, false));
 
