@@ -30,6 +30,7 @@ import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
+import type { SubIDFiles } from './userns/subids.js';
 
 /** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
@@ -88,6 +89,8 @@ export interface KubeletDependencies {
   statusBatchDelayMs?: number;
   /** What the node status reports about the machine and the runtime (default: read from the host and CRI). */
   nodeFacts?: NodeFacts;
+  /** Where the `kubelet` user's subordinate IDs are read (default /etc/passwd, /etc/group, /etc/subuid, /etc/subgid). */
+  subIDFiles?: SubIDFiles;
 }
 
 /** Machine facts, the CRI Version answer and the images, for the node status. */

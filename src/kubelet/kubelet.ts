@@ -392,6 +392,7 @@ export class Kubelet {
         gateEnabled: config.featureGates[USER_NAMESPACES_SUPPORT] ?? true,
         runtimeHandlers: () => this.runtimeHandlers,
         log: this.log,
+        ...(this.deps.subIDFiles ? { files: this.deps.subIDFiles } : {}),
       });
     } catch (err) {
       throw new KubeletStartError('create user namespace manager', { cause: err });
