@@ -387,7 +387,7 @@ export class Kubelet {
     try {
       this.userns = await UsernsManager.create({
         rootDir: this.flags.rootDir,
-        idsPerPod: config.userNamespaces.idsPerPod ?? undefined,
+        idsPerPod: config.userNamespaces.idsPerPod,
         maxPods: config.maxPods,
         gateEnabled: config.featureGates[USER_NAMESPACES_SUPPORT] ?? true,
         runtimeHandlers: () => this.runtimeHandlers,

@@ -169,3 +169,37 @@ test('the pod overhead (set by RuntimeClass admission) sizes the pod cgroup on t
   assert.equal(withOverhead.cpuShares, Math.floor((750 * 1024) / 1000));
   assert.equal(withOverhead.cpuQuotaUs, 75_000);
 });
+
+test('CriClient.status returns the runtime_handlers a newer runtime sends beside the conditions', async (t) => {
+  const { createServer } = await import('node:http2');
+  const { CriClient, criDefinitions } = await import('../../src/runtime/cri-client.js');
+  const dir = await mkdtemp(join(tmpdir(), 'kts-cri-status-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const conditions = (await criDefinitions()).runtime.Status!.responseSerialize({
+    status: { conditions: [{ type: 'RuntimeReady', status: true }, { type: 'NetworkReady', status: true }] },
+  });
+  const handler = lenField(3, [...lenField(1, str('kata')), ...lenField(2, [...boolField(1, false), ...boolField(2, true)])]);
+  const server = createServer();
+  server.on('stream', (s) => {
+    s.on('data', () => undefined);
+    s.on('end', () => {
+      const message = Buffer.concat([conditions, Buffer.from(handler)]);
+      s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+      const head = Buffer.alloc(5);
+      head.writeUInt32BE(message.length, 1);
+      s.end(Buffer.concat([head, message]));
+    });
+  });
+  await new Promise<void>((r) => server.listen(join(dir, 'cri.sock'), r));
+  const cri = new CriClient({ runtimeEndpoint: `unix://${join(dir, 'cri.sock')}`, timeoutMs: 5_000 });
+  try {
+    const st = await cri.status();
+    assert.equal(st.status?.conditions.length, 2);
+    assert.deepEqual(st.runtime_handlers, [{ name: 'kata', features: { recursive_read_only_mounts: false, user_namespaces: true } }]);
+    assert.equal(st.features, null);
+  } finally {
+    cri.close();
+    server.close();
+  }
+});
