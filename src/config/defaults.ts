@@ -74,6 +74,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     cgroupDriver: 'cgroupfs',
     runtimeRequestTimeout: 2 * MINUTE,
     maxPods: 110,
+    userNamespaces: { idsPerPod: 65536 },
     podPidsLimit: -1,
     serializeImagePulls: true,
     maxParallelImagePulls: null,

@@ -131,6 +131,8 @@ export interface KubeletConfig {
   runtimeRequestTimeout: number;
   /** Default 110. */
   maxPods: number;
+  /** Pods' user namespaces: host IDs per pod (a multiple of 65536). Default 65536. */
+  userNamespaces: { idsPerPod: number };
   /** Max PIDs per pod; -1 = node allocatable limit. Default -1. */
   podPidsLimit: number;
   /** Pull one image at a time. Default true (false when maxParallelImagePulls >= 2). */

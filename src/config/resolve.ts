@@ -242,6 +242,7 @@ export function resolveKubeletConfig(
   c.cgroupDriver = orDefault(r.str('cgroupDriver'), c.cgroupDriver) as CgroupDriver;
   c.runtimeRequestTimeout = orDefault(r.duration('runtimeRequestTimeout'), c.runtimeRequestTimeout);
   c.maxPods = orDefault(r.int('maxPods'), c.maxPods);
+  c.userNamespaces = { idsPerPod: orUnset(r.int('userNamespaces.idsPerPod', 64), c.userNamespaces.idsPerPod) };
   // Upstream: unset or negative → -1 (the node allocatable pid limit applies).
   const pidsLimit = r.int('podPidsLimit', 64);
   c.podPidsLimit = pidsLimit === undefined || pidsLimit < 0 ? -1 : pidsLimit;

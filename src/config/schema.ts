@@ -81,6 +81,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   cgroupDriver: 'not-implemented',
   // Node capacity (pods); admission by it is the pod side's.
   maxPods: 'implemented',
+  // pods' user namespaces (src/kubelet/userns)
+  userNamespaces: 'implemented',
   podPidsLimit: 'implemented',
   systemReserved: 'implemented',
   kubeReserved: 'implemented',
@@ -190,6 +192,7 @@ export const NESTED_FIELDS: Readonly<Record<string, ReadonlySet<string>>> = {
   'authentication.x509': new Set(['clientCAFile']),
   authorization: new Set(['mode', 'webhook']),
   'authorization.webhook': new Set(['cacheAuthorizedTTL', 'cacheUnauthorizedTTL']),
+  userNamespaces: new Set(['idsPerPod']),
 };
 
 /** Eviction signals upstream knows (pkg/kubelet/eviction/api). */

@@ -140,6 +140,11 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     bad('configMapAndSecretChangeDetectionStrategy', `must be one of "Get", "Cache", "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
   }
   if (c.maxPods < 0) bad('maxPods', `must not be a negative number, got ${c.maxPods}`);
+  // upstream validateKubeletOSConfiguration (linux)
+  const idsPerPod = c.userNamespaces.idsPerPod;
+  if (idsPerPod < 65536) bad('userNamespaces.idsPerPod', `must not be less than 65536, got ${idsPerPod}`);
+  else if (idsPerPod % 65536 !== 0) bad('userNamespaces.idsPerPod', `must be a multiple of 65536, got ${idsPerPod}`);
+  else if (idsPerPod > 2 ** 32 - 1) bad('userNamespaces.idsPerPod', `must not be more than 4294967295, got ${idsPerPod}`);
   if (c.nodeLeaseDurationSeconds <= 0) {
     bad('nodeLeaseDurationSeconds', `must be greater than 0, got ${c.nodeLeaseDurationSeconds}`);
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { CriClient } from '../runtime/cri-client.js';
-import { RuntimeManager } from '../runtime/runtime-manager.js';
+import { RuntimeManager, type RuntimeManagerOptions } from '../runtime/runtime-manager.js';
 import type { KubeletRuntime } from '../runtime/types.js';
 import type { ProbeResultsView } from '../runtime/pod-actions.js';
 import type { ProbeRunner } from '../prober/types.js';
@@ -30,6 +30,7 @@ import { realClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
+import type { SubIDFiles } from './userns/subids.js';
 
 /** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
@@ -56,6 +57,10 @@ export interface RuntimeHooks {
   onContainerStarted: (pod: Pod, containerName: string, containerID: string) => void;
   /** The prober's liveness/startup results (computePodActions kills on a failure). */
   probeResults?: ProbeResultsView;
+  /** The pod's RuntimeClass handler; the pod's user namespace; events about the pod (FailedCreatePodSandBox). */
+  runtimeHandler?: RuntimeManagerOptions['runtimeHandler'];
+  userNamespace?: RuntimeManagerOptions['userNamespace'];
+  recordEvent?: RuntimeManagerOptions['recordEvent'];
 }
 
 export interface KubeletDependencies {
@@ -84,6 +89,8 @@ export interface KubeletDependencies {
   statusBatchDelayMs?: number;
   /** What the node status reports about the machine and the runtime (default: read from the host and CRI). */
   nodeFacts?: NodeFacts;
+  /** Where the `kubelet` user's subordinate IDs are read (default /etc/passwd, /etc/group, /etc/subuid, /etc/subgid). */
+  subIDFiles?: SubIDFiles;
 }
 
 /** Machine facts, the CRI Version answer and the images, for the node status. */

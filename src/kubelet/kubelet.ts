@@ -40,6 +40,10 @@ import { CHECK_RESOLV_CONF_PERIOD_MS, DNSConfigurer } from '../network/dns.js';
 import { NodeAgent } from './node-agent.js';
 import { EventSink, type ObjectReference } from './event-sink.js';
 import { RestClient } from '../client/rest.js';
+import { isNotFound } from '../client/errors.js';
+import { RuntimeClassManager, type RuntimeClassObject } from '../runtime/runtime-class.js';
+import { toRuntimeHandlerInfo, type RuntimeHandlerInfo } from '../runtime/runtime-handlers.js';
+import { USER_NAMESPACES_SUPPORT, UsernsManager } from './userns/userns-manager.js';
 
 const RUNTIME_CHECK_PERIOD_MS = 5_000;
 
@@ -110,6 +114,12 @@ export class Kubelet {
   private running = false;
   private stopping?: Promise<void>;
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
+  /** The runtime's handlers from its last ready Status (upstream runtimeState.runtimeHandlers()); undefined before one. */
+  runtimeHandlers: RuntimeHandlerInfo[] | undefined;
+  /** Pods' user namespaces (made in start()). */
+  userns?: UsernsManager;
+  /** RuntimeClass handlers from the API (undefined standalone, as upstream). */
+  readonly runtimeClasses?: RuntimeClassManager;
 
   constructor(opts: KubeletOptions) {
     const { deps } = opts;
@@ -172,6 +182,7 @@ export class Kubelet {
         plegHealthy: () => this.plegs?.pleg.healthy() ?? { ok: false, message: 'pleg has not started' },
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
         pressure: () => this.nodePressure?.(),
+        runtimeHandlers: () => this.runtimeHandlers,
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -187,7 +198,17 @@ export class Kubelet {
       });
     }
     const probes = this.probes;
+    if (apiClient) {
+      this.runtimeClasses = new RuntimeClassManager({
+        clock: this.clock,
+        get: (name) => apiClient.request<RuntimeClassObject>('GET', `/apis/node.k8s.io/v1/runtimeclasses/${encodeURIComponent(name)}`)
+          .catch((err: unknown) => { if (isNotFound(err)) return undefined; throw err; }),
+      });
+    }
     this.runtime = deps.runtime({
+      runtimeHandler: (pod) => this.runtimeHandlerFor(pod),
+      userNamespace: (pod, handler) => this.userns ? this.userns.getOrCreateUserNamespaceMappings(pod, handler) : Promise.resolve(null),
+      recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
       probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
@@ -244,6 +265,7 @@ export class Kubelet {
         syncTerminatedPod: async (pod, status, removed, afterKill) => {
           probes?.removePod(pod);
           await this.syncer.syncTerminatedPod(pod, status, removed, afterKill);
+          await this.userns?.release(pod.metadata.uid!);
           // Deleted in the API and its containers gone: the final delete (upstream's canBeDeleted).
           this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
         },
@@ -385,6 +407,20 @@ export class Kubelet {
     const vols = [...found.values()].flat();
     this.log.info('Reconstructed volumes from disk', { pods: found.size, volumes: vols.length, tmpfs: vols.filter((v) => v.tmpfs).length });
 
+    try {
+      this.userns = await UsernsManager.create({
+        rootDir: this.flags.rootDir,
+        idsPerPod: config.userNamespaces.idsPerPod,
+        maxPods: config.maxPods,
+        gateEnabled: config.featureGates[USER_NAMESPACES_SUPPORT] ?? true,
+        runtimeHandlers: () => this.runtimeHandlers,
+        log: this.log,
+        ...(this.deps.subIDFiles ? { files: this.deps.subIDFiles } : {}),
+      });
+    } catch (err) {
+      throw new KubeletStartError('create user namespace manager', { cause: err });
+    }
+
     this.running = true;
     this.events.record(`Node ${this.nodeName}`, 'Normal', 'Starting', 'Starting kubelet.');
     await this.updateRuntimeUp();
@@ -470,10 +506,33 @@ export class Kubelet {
     this.log.error('Invalid pod manifest; skipping it', { location: e.location, field: e.field, err: e.message });
   }
 
-  private housekeeping(): Promise<void> {
+  private async housekeeping(): Promise<void> {
     this.syncLoop.lastIteration = this.clock.now();
     void this.mirrorPods?.reconcile();
     this.probes?.cleanupPods(this.podManager.uids());
+    this.runtimeClasses?.prune();
+    await this.housekeepingPass();
+    // upstream HandlePodCleanups: ranges of pods neither desired nor in the runtime are freed
+    if (this.userns && this.podConfig?.seenAllSources() && this.runtimeError === undefined) {
+      const known = [...this.podManager.uids(), ...this.plegs!.pleg.knownPods().keys()];
+      await this.userns.cleanupOrphanedPodUsernsAllocations(known).catch((err) => this.log.error('Failed cleaning up orphaned pod user namespaces allocations', { err: (err as Error).message }));
+    }
+  }
+
+  /** upstream LookupRuntimeHandler; standalone (no RuntimeClass informer upstream) the class cannot be read and the default handler runs it. */
+  private async runtimeHandlerFor(pod: Pod): Promise<string> {
+    const name = pod.spec.runtimeClassName;
+    if (!name) return '';
+    if (!this.runtimeClasses) {
+      this.log.warn('RuntimeClass cannot be resolved without an API server; the pod runs with the default runtime handler', { pod: podFullName(pod), runtimeClassName: name });
+      return '';
+    }
+    const handler = await this.runtimeClasses.lookupRuntimeHandler(name);
+    if (handler !== '') this.log.v(2).info('Running pod with runtime handler', { pod: podFullName(pod), runtimeHandler: handler });
+    return handler;
+  }
+
+  private housekeepingPass(): Promise<void> {
     return handleHousekeeping({
       log: this.log,
       podManager: this.podManager,
@@ -506,6 +565,7 @@ export class Kubelet {
         this.runtimeError = `container runtime not ready: RuntimeReady=false reason:${ready?.reason ?? ''} message:${ready?.message ?? ''}`;
       } else {
         this.runtimeError = undefined;
+        this.runtimeHandlers = toRuntimeHandlerInfo(st.runtime_handlers);
         if (wasDown) this.log.info('Container runtime is up');
       }
     } catch (err) {

@@ -13,6 +13,7 @@ import { readMachineInfo } from '../nodestatus/machine-info.js';
 import { RuntimeState, type RuntimeConditionLike } from '../nodestatus/runtime-state.js';
 import { NodeStatusManager } from '../nodestatus/status-manager.js';
 import type { Node } from '../nodestatus/types.js';
+import type { NodeRuntimeHandlerInfo } from '../nodestatus/setters.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -54,6 +55,8 @@ export interface NodeAgentOptions {
   recordEvent: NodeEventRecorder;
   /** The eviction manager's pressure (MemoryPressure, DiskPressure, PIDPressure); false without one. */
   pressure?: () => { memory: boolean; disk: boolean; pid: boolean } | undefined;
+  /** The runtime's handlers from its last ready CRI Status (status.runtimeHandlers). */
+  runtimeHandlers?: () => NodeRuntimeHandlerInfo[] | undefined;
 }
 
 export class NodeAgent {
@@ -107,6 +110,11 @@ export class NodeAgent {
         images: () => facts.images(),
         readyErrors: () => this.runtimeState.readyErrors(),
         pressure: () => o.pressure?.() ?? { memory: false, disk: false, pid: false },
+        runtimeHandlers: () => o.runtimeHandlers?.(),
+      },
+      runtimeHandlerGates: {
+        recursiveReadOnlyMounts: config.featureGates.RecursiveReadOnlyMounts ?? true,
+        userNamespaces: config.featureGates.UserNamespacesSupport ?? true,
       },
       kubeletVersion: KUBELET_VERSION,
       // The secured kubelet API's port, where the API server proxies nodes/proxy, logs and exec.

@@ -318,6 +318,31 @@ function prune(v: unknown): unknown {
   return v;
 }
 
+/** A runtime handler as the CRI Status reports it ('' is the default handler). */
+export interface NodeRuntimeHandlerInfo {
+  name: string;
+  supportsRecursiveReadOnlyMounts: boolean;
+  supportsUserNamespaces: boolean;
+}
+
+/**
+ * Upstream's RuntimeHandlers setter: status.runtimeHandlers from the runtime's last ready
+ * Status, each with both features set (name "" for the default handler); none reported (a
+ * runtime without handlers, or none seen yet) leaves the field out. Neither gate on: unchanged.
+ */
+export function setRuntimeHandlers(node: Node, handlers: readonly NodeRuntimeHandlerInfo[] | undefined, gates: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } = { recursiveReadOnlyMounts: true, userNamespaces: true }): void {
+  if (!gates.recursiveReadOnlyMounts && !gates.userNamespaces) return;
+  const status = (node.status ??= {});
+  if (!handlers || handlers.length === 0) {
+    delete status.runtimeHandlers;
+    return;
+  }
+  status.runtimeHandlers = handlers.map((h) => ({
+    name: h.name,
+    features: { recursiveReadOnlyMounts: h.supportsRecursiveReadOnlyMounts, userNamespaces: h.supportsUserNamespaces },
+  }));
+}
+
 /** Upstream nodeStatusHasChanged: any difference but the conditions' heartbeat times. */
 export function nodeStatusHasChanged(original: NodeStatus | undefined, current: NodeStatus | undefined): boolean {
   return JSON.stringify(comparable(original)) !== JSON.stringify(comparable(current));

@@ -13,7 +13,7 @@ import { nodeStatusPatch } from './node-patch.js';
 import { initialNode, LABEL_ARCH, LABEL_OS, NodeRegistration, type InitialNodeOptions } from './registration.js';
 import {
   allocatableReservation, DEFAULT_NODE_STATUS_MAX_IMAGES, DISK_PRESSURE, goArch, goOS, MEMORY_PRESSURE, nodeAddresses, nodeImages,
-  nodeStatusHasChanged, PID_PRESSURE, setDaemonEndpoints, setMachineInfo, setPressureCondition, setReadyCondition, setVersionInfo,
+  nodeStatusHasChanged, PID_PRESSURE, setDaemonEndpoints, setMachineInfo, setPressureCondition, setReadyCondition, setRuntimeHandlers, setVersionInfo, type NodeRuntimeHandlerInfo,
   type EventRecorder, type MachineInfo, type NodeImage,
 } from './setters.js';
 import type { Node, ResourceList } from './types.js';
@@ -29,6 +29,8 @@ export interface NodeStatusSource {
   readyErrors(): string[];
   images(): Promise<NodeImage[]>;
   pressure?(): { memory: boolean; disk: boolean; pid: boolean };
+  /** The runtime's handlers from its last ready CRI Status (undefined before one). */
+  runtimeHandlers?(): NodeRuntimeHandlerInfo[] | undefined;
 }
 
 export interface NodeStatusManagerOptions {
@@ -49,6 +51,8 @@ export interface NodeStatusManagerOptions {
   /** false: no ephemeral-storage capacity, and Ready does not require it (upstream). */
   localStorageCapacityIsolation?: boolean;
   nodeStatusMaxImages?: number;
+  /** The RecursiveReadOnlyMounts and UserNamespacesSupport gates (both on by default): runtimeHandlers is set when either is. */
+  runtimeHandlerGates?: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean };
   /** nodeStatusUpdateFrequency in ms (10 s). */
   updateFrequencyMs?: number;
   /** nodeStatusReportFrequency in ms (5 min). */
@@ -153,6 +157,7 @@ export class NodeStatusManager {
     setPressureCondition(node, DISK_PRESSURE, p.disk, now, o.recordEvent);
     setPressureCondition(node, PID_PRESSURE, p.pid, now, o.recordEvent);
     setReadyCondition(node, o.source.readyErrors(), now, o.recordEvent, { localStorageCapacityIsolation: o.localStorageCapacityIsolation });
+    setRuntimeHandlers(node, o.source.runtimeHandlers?.(), o.runtimeHandlerGates);
   }
 
   private needsCandidates(): boolean {

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { decodeStatusExtras } from './runtime-handlers.js';
 import { criEndpointToTarget } from './endpoint.js';
 import { CriEndpointError } from './errors.js';
 import { H2cUnary, LEAN_FLOW_CONTROL_WINDOW } from './h2c.js';
@@ -255,10 +256,13 @@ export class CriClient {
     request: object,
     deadlineMs: Deadline,
     signal?: AbortSignal,
+    withRaw?: (raw: Buffer, decoded: object) => object,
   ): Promise<Res> {
     const defs = await criDefinitions();
-    const def = defs[service][method];
-    if (!def) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
+    const found = defs[service][method];
+    if (!found) throw new CriError(method, NO_GRPC_CODE, `method not in api.proto`, CRI_PROTO_LOAD);
+    // a caller that reads fields api.proto cannot declare decodes them from the raw answer too
+    const def = withRaw ? { ...found, responseDeserialize: (raw: Buffer) => withRaw(raw, found.responseDeserialize(raw) as object) } : found;
     if (signal?.aborted) throw new CriError(method, grpc.status.CANCELLED, 'aborted before the call');
     if (this.#closed) throw new CriError(method, grpc.status.CANCELLED, 'the CRI client is closed');
     if (deadlineMs !== null && !signal) return this.#h2cCall<Res>(service, method, def, request, deadlineMs);
@@ -468,7 +472,7 @@ export class CriClient {
 
   /** The runtime's conditions; fails unless RuntimeReady and NetworkReady are both reported (as upstream). */
   async status(verbose = false): Promise<StatusResponse> {
-    const res = await this.#runtimeCall<StatusResponse>('Status', { verbose });
+    const res = await this.#unary<StatusResponse>('runtime', 'Status', { verbose }, this.timeoutMs, undefined, (raw, decoded) => ({ ...decoded, ...decodeStatusExtras(raw) }));
     if (!res.status || res.status.conditions.length < 2) {
       throw invalid('Status', 'RuntimeReady or NetworkReady condition are not set');
     }

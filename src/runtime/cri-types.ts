@@ -576,6 +576,25 @@ export interface ExecSyncResponse {
 export interface StatusResponse {
   status: RuntimeStatus | null;
   info: StringMap;
+  /** Newer runtimes only (field 3), decoded by hand: see runtime-handlers.ts. */
+  runtime_handlers?: RuntimeHandler[];
+  /** Newer runtimes only (field 4). */
+  features?: RuntimeFeatures | null;
+}
+
+export interface RuntimeHandlerFeatures {
+  recursive_read_only_mounts: boolean;
+  user_namespaces: boolean;
+}
+
+/** A runtime handler the runtime offers ('' is the default one), with what it supports. */
+export interface RuntimeHandler {
+  name: string;
+  features: RuntimeHandlerFeatures | null;
+}
+
+export interface RuntimeFeatures {
+  supplemental_groups_policy: boolean;
 }
 
 export interface ContainerStatsResponse {

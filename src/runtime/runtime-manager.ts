@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
+import type { UserNamespaceInput } from './cri-types.js';
 import { isNotFound } from './cri-errors.js';
 import type { ContainerRuntimeStatus, KubeletRuntime, PodSyncExtras, PodSyncResult, RuntimePod, RuntimePodStatus, SandboxRuntimeStatus } from './types.js';
 import { generatePodSandboxConfig } from './sandbox-config.js';
@@ -49,6 +50,12 @@ export interface RuntimeManagerOptions {
   runtimeName?: string;
   /** The prober's liveness/startup results: a failure kills and restarts the container. */
   probeResults?: ProbeResultsView;
+  /** The pod's RuntimeClass handler ('' = the default); throws for a class that cannot be resolved. */
+  runtimeHandler?: (pod: Pod) => Promise<string>;
+  /** The pod's CRI UserNamespace for a handler (the userns manager); throws when it cannot have the one it asks for. */
+  userNamespace?: (pod: Pod, runtimeHandler: string) => Promise<UserNamespaceInput | null>;
+  /** Records an event about the pod (FailedCreatePodSandBox). */
+  recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
 
 export class RuntimeManager implements KubeletRuntime {
@@ -175,17 +182,32 @@ export class RuntimeManager implements KubeletRuntime {
     const cgroupParent = await this.opts.ensurePodCgroup(pod);
     // the sandbox config serves a sandbox or a container to start: a resync with nothing to start builds none
     if (!actions.createSandbox && actions.initContainersToStart.length === 0 && actions.containersToStart.length === 0) return result;
-    const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, { cgroupParent, podLogsDir: this.opts.podLogsDir, dns: extras.dns, clusterDomain: extras.clusterDomain });
+    // upstream NamespacesForPod: the RuntimeClass's handler, then the user namespace it allows;
+    // neither resolved, no sandbox is asked for and no container is created
+    let runtimeHandler: string;
+    let usernsOptions: UserNamespaceInput | null;
+    try {
+      runtimeHandler = (await this.opts.runtimeHandler?.(pod)) ?? '';
+      usernsOptions = (await this.opts.userNamespace?.(pod, runtimeHandler)) ?? null;
+    } catch (err) {
+      const message = `Failed to create pod sandbox: ${(err as Error).message}`;
+      log.error(actions.createSandbox ? 'CreatePodSandbox failed' : 'Failed to generate the pod sandbox config', { err: (err as Error).message });
+      if (actions.createSandbox) this.opts.recordEvent?.(pod, 'Warning', 'FailedCreatePodSandBox', message);
+      result.errors.push(message);
+      return result;
+    }
+    const sandboxConfig = generatePodSandboxConfig(pod, actions.attempt, { cgroupParent, podLogsDir: this.opts.podLogsDir, dns: extras.dns, clusterDomain: extras.clusterDomain, usernsOptions });
     if (actions.createSandbox) {
       try {
         await mkdir(sandboxConfig.log_directory ?? '', { recursive: true, mode: 0o755 });
-        log.info('Creating pod sandbox', { attempt: actions.attempt });
-        sandboxID = (await this.opts.cri.runPodSandbox(sandboxConfig)).pod_sandbox_id;
+        log.info('Creating pod sandbox', { attempt: actions.attempt, ...(runtimeHandler ? { runtimeHandler } : {}) });
+        sandboxID = (await this.opts.cri.runPodSandbox(sandboxConfig, runtimeHandler)).pod_sandbox_id;
         const st = (await this.opts.cri.podSandboxStatus(sandboxID)).status;
         podIPs = st?.network?.ip ? [st.network.ip, ...(st.network.additional_ips ?? []).map((p) => p.ip)] : [];
       } catch (err) {
         const message = `Failed to create pod sandbox: ${(err as Error).message}`;
         log.error('CreatePodSandbox failed', { err: message });
+        this.opts.recordEvent?.(pod, 'Warning', 'FailedCreatePodSandBox', message);
         result.errors.push(message);
         result.requeueAfterMs = 10_000;
         return result;

@@ -12,6 +12,7 @@ import type {
   PodSandboxConfig,
   PortMapping,
   Protocol,
+  UserNamespaceInput,
 } from './cri-types.js';
 import { CreateContainerConfigError } from './env.js';
 import { newPodAnnotations, newPodLabels } from './labels.js';
@@ -33,6 +34,8 @@ export interface SandboxConfigOptions extends LinuxResourceOptions {
   dns?: DNSConfig | null;
   /** Cluster domain, for setHostnameAsFQDN. */
   clusterDomain?: string;
+  /** The pod's user namespace (the userns manager's answer); null/absent sends none. */
+  usernsOptions?: UserNamespaceInput | null;
 }
 
 /** `<podLogsDir>/<namespace>_<name>_<uid>` (upstream BuildPodLogsDirectory). */
@@ -164,6 +167,8 @@ export function generatePodSandboxConfig(pod: Pod, attempt: number, opts: Sandbo
   const ports = makePortMappings(pod);
   if (ports.length > 0) config.port_mappings = ports;
   const linux = generatePodSandboxLinuxConfig(pod, opts.cgroupParent);
+  const nsOptions = linux.security_context?.namespace_options;
+  if (opts.usernsOptions && nsOptions) nsOptions.userns_options = opts.usernsOptions;
   linux.resources = calculateSandboxResources(pod, opts);
   linux.overhead = convertOverheadToLinuxResources(pod, opts);
   config.linux = linux;

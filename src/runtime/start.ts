@@ -123,6 +123,10 @@ export class ContainerStarter {
     } catch (err) {
       return { reason: Reasons.CreateContainerConfigError, message: (err as Error).message };
     }
+    // upstream NamespacesForPod gives the containers the sandbox's user namespace too
+    const userns = sandboxConfig.linux?.security_context?.namespace_options?.userns_options;
+    const containerNs = config.linux?.security_context?.namespace_options;
+    if (userns && containerNs) containerNs.userns_options = userns;
     await mkdir(`${sandboxConfig.log_directory}/${c.name}`, { recursive: true, mode: 0o755 }).catch(() => undefined);
 
     // A container created earlier but never started is replaced, not reused.

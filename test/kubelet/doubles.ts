@@ -194,6 +194,8 @@ export function harness(rootDir: string): Harness {
       sources.onUpdate = onUpdate;
       return sources;
     },
+    // no `kubelet` user: the default ID range, whatever the host has
+    subIDFiles: { passwd: `${rootDir}/no-passwd`, group: `${rootDir}/no-group`, subuid: `${rootDir}/no-subuid`, subgid: `${rootDir}/no-subgid` },
   };
   return h;
 }
