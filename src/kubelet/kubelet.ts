@@ -41,7 +41,7 @@ import { NodeAgent } from './node-agent.js';
 import { EventSink, type ObjectReference } from './event-sink.js';
 import { RestClient } from '../client/rest.js';
 import { isNotFound } from '../client/errors.js';
-import { RuntimeClassManager, type RuntimeClassObject } from '../runtime/runtime-class.js';
+import { RuntimeClassError, RuntimeClassManager, type RuntimeClassObject } from '../runtime/runtime-class.js';
 import { toRuntimeHandlerInfo, type RuntimeHandlerInfo } from '../runtime/runtime-handlers.js';
 import { USER_NAMESPACES_SUPPORT, UsernsManager } from './userns/userns-manager.js';
 
@@ -519,13 +519,16 @@ export class Kubelet {
     }
   }
 
-  /** upstream LookupRuntimeHandler; standalone (no RuntimeClass informer upstream) the class cannot be read and the default handler runs it. */
+  /**
+   * upstream LookupRuntimeHandler. Standalone, upstream has no RuntimeClass manager and runs the
+   * pod with the default handler; a runtime class is a security setting (it may name a sandboxed
+   * runtime), so here a pod naming one cannot start without an API server to resolve it.
+   */
   private async runtimeHandlerFor(pod: Pod): Promise<string> {
     const name = pod.spec.runtimeClassName;
     if (!name) return '';
     if (!this.runtimeClasses) {
-      this.log.warn('RuntimeClass cannot be resolved without an API server; the pod runs with the default runtime handler', { pod: podFullName(pod), runtimeClassName: name });
-      return '';
+      throw new RuntimeClassError('ERR_RUNTIME_CLASS_LOOKUP', `failed to lookup RuntimeClass ${name}: RuntimeClass cannot be resolved without an API server (standalone mode)`);
     }
     const handler = await this.runtimeClasses.lookupRuntimeHandler(name);
     if (handler !== '') this.log.v(2).info('Running pod with runtime handler', { pod: podFullName(pod), runtimeHandler: handler });

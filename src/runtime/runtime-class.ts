@@ -2,7 +2,8 @@
 // spec.runtimeClassName names a cluster-scoped node.k8s.io/v1 RuntimeClass whose `handler` goes
 // to RunPodSandbox. Upstream reads them from an informer; here each class is a GET cached for a
 // short TTL (found or not). Without an API server (standalone) upstream has no manager and runs
-// the pod with the default handler; so does this (the caller logs it).
+// the pod with the default handler; kubelet-ts refuses the sandbox instead (the kubelet's
+// runtimeHandlerFor), since the class may name a sandboxed runtime the pod relies on.
 
 import type { Clock } from '../util/clock.js';
 import { KubeletError } from '../util/errors.js';

@@ -1,7 +1,7 @@
 // The Kubelet's user namespace and RuntimeClass wiring (doubles, no runtime): the runtime's
 // handlers come from its CRI Status; the runtime's hooks give a hostUsers: false pod its range
 // only when the default handler supports user namespaces; the range is freed when the pod is
-// terminated; standalone, a runtimeClassName resolves to the default handler.
+// terminated; standalone, a runtimeClassName cannot be resolved and the sandbox is refused.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,11 +48,10 @@ test('user namespaces follow the runtime\'s handlers, live in the pod directory 
 
   // a pod that does not ask: NODE (the gate is on by default)
   assert.deepEqual(await hooks.userNamespace!(mkPod('u2'), ''), { mode: 'NODE' });
-  // standalone: no RuntimeClass can be read, the default handler
+  // standalone: no RuntimeClass can be read, so a pod naming one gets no sandbox (never the default handler)
   const withClass = mkPod('u3');
   withClass.spec.runtimeClassName = 'gvisor';
-  assert.equal(await hooks.runtimeHandler!(withClass), '');
-  assert.ok(h.logs.some((l) => l.includes('RuntimeClass cannot be resolved without an API server')));
+  await assert.rejects(hooks.runtimeHandler!(withClass), { code: 'ERR_RUNTIME_CLASS_LOOKUP', message: /RuntimeClass gvisor: RuntimeClass cannot be resolved without an API server/ });
 
   // housekeeping keeps the range of a pod it knows
   h.clock.step(2_000);
