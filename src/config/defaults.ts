@@ -75,6 +75,8 @@ export function defaultKubeletConfig(): KubeletConfig {
     runtimeRequestTimeout: 2 * MINUTE,
     maxPods: 110,
     podPidsLimit: -1,
+    allowedUnsafeSysctls: [],
+    seccompDefault: false,
     serializeImagePulls: true,
     maxParallelImagePulls: null,
     evictionHard: { ...DEFAULT_EVICTION_HARD },

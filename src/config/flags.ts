@@ -37,7 +37,7 @@ export interface KubeletFlags {
   help: boolean;
 }
 
-type FlagKind = 'string' | 'bool' | 'int' | 'duration' | 'featureGates';
+type FlagKind = 'string' | 'stringSlice' | 'bool' | 'int' | 'duration' | 'featureGates';
 
 interface FlagSpec {
   name: string;
@@ -107,6 +107,10 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'Makes the kubelet fail to start if swap is enabled on the node.' },
   { name: 'feature-gates', kind: 'featureGates', configField: 'featureGates',
     help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. EventedPLEG=true. kubelet-ts acts on EventedPLEG; other upstream gates are reported as not implemented; an unknown gate is an error.' },
+  { name: 'allowed-unsafe-sysctls', kind: 'stringSlice', configField: 'allowedUnsafeSysctls',
+    help: "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your own risk." },
+  { name: 'seccomp-default', kind: 'bool', configField: 'seccompDefault', defaultText: 'false',
+    help: 'Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.' },
   { name: 'stats-backend', kind: 'string', configField: 'statsBackend', defaultText: 'native', notDeprecated: true,
     help: 'kubelet-ts: where cgroup statistics come from: native (C++ addon), fs (pure TypeScript), cri (the runtime).' },
   { name: 'oom-watcher', kind: 'string', configField: 'oomWatcher', defaultText: 'auto', notDeprecated: true,
@@ -197,13 +201,22 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
   const overrides: Partial<KubeletConfig> = {};
   const warnings: string[] = [];
   const deprecatedSeen = new Set<string>();
+  const sliceSeen = new Set<string>();
 
   const apply = (spec: FlagSpec, display: string, value: string): void => {
-    let v: string | number | boolean;
+    let v: string | number | boolean | string[];
     switch (spec.kind) {
       case 'string':
         v = value;
         break;
+      case 'stringSlice': {
+        // pflag's StringSlice: the first use replaces the default, later ones append
+        const items = value.split(',').map((x) => x.trim()).filter((x) => x !== '');
+        const prev = sliceSeen.has(spec.name) ? ((overrides as Record<string, unknown>)[spec.configField!] as string[]) : [];
+        sliceSeen.add(spec.name);
+        v = [...prev, ...items];
+        break;
+      }
       case 'bool': {
         const b = parseGoBool(value);
         if (b === undefined) throw flagError(display, `invalid argument ${JSON.stringify(value)}: expected true or false`);
@@ -308,7 +321,7 @@ export function applyFlagOverrides(c: KubeletConfig, overrides: Partial<KubeletC
 export function usage(): string {
   const lines = ['Usage:', '  kubelet-ts [flags]', '', 'Flags:'];
   const heads = FLAG_SPECS.map((s) => {
-    const type = s.kind === 'bool' ? '' : s.kind === 'featureGates' ? ' mapStringBool' : ` ${s.kind}`;
+    const type = s.kind === 'bool' ? '' : s.kind === 'featureGates' ? ' mapStringBool' : s.kind === 'stringSlice' ? ' strings' : ` ${s.kind}`;
     return `${s.short !== undefined ? `-${s.short}, ` : '    '}--${s.name}${type}`;
   });
   const width = Math.max(...heads.map((h) => h.length)) + 2;

@@ -82,6 +82,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   // Node capacity (pods); admission by it is the pod side's.
   maxPods: 'implemented',
   podPidsLimit: 'implemented',
+  // the sysctl admit handler (src/kubelet/admission.ts) and the containers' seccomp profile
+  allowedUnsafeSysctls: 'implemented',
+  seccompDefault: 'implemented',
   systemReserved: 'implemented',
   kubeReserved: 'implemented',
   systemReservedCgroup: 'not-implemented',

@@ -67,6 +67,10 @@ export interface KubeletDependencies {
   cgroups: PodCgroups;
   hostIPs: string[];
   memoryCapacityBytes: number;
+  /** The kernel release (`uname -r`) the safe sysctls are chosen by; default: this host's. */
+  kernelRelease?: string;
+  /** AppArmor is enabled on the host; default: read from /sys at start. */
+  appArmorEnabled?: boolean;
   /** The container runtime, given the kubelet's hooks into it. */
   runtime(hooks: RuntimeHooks): KubeletRuntime;
   pleg(o: { runtime: KubeletRuntime; cache: PodCache; emit: (e: PodLifecycleEvent) => boolean }): KubeletPleg;
