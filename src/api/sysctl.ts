@@ -3,6 +3,15 @@
 // in, the safe set (some members only from the kernel release that namespaced them), and the
 // allowlist (safe set + allowedUnsafeSysctls, with `prefix*` patterns) the kubelet admits by.
 
+import { KubeletError } from '../util/errors.js';
+
+/** A sysctl pattern the allowlist cannot take (upstream NewAllowlist fails the kubelet's start). */
+export class SysctlPatternError extends KubeletError {
+  constructor(message: string) {
+    super('SysctlPatternError', message);
+  }
+}
+
 /** The admission reason of a pod with a forbidden sysctl (upstream sysctl.ForbiddenReason). */
 export const SysctlForbiddenReason = 'SysctlForbidden';
 
@@ -116,11 +125,11 @@ export class SysctlAllowlist {
   private readonly sysctls = new Map<string, SysctlNamespace>();
   private readonly prefixes = new Map<string, SysctlNamespace>();
 
-  /** Throws Error (upstream's message) for a pattern that is invalid or not namespaced. */
+  /** Throws SysctlPatternError (upstream's message) for a pattern that is invalid or not namespaced. */
   constructor(patterns: readonly string[]) {
     for (const p of patterns) {
       const err = sysctlPatternError(p);
-      if (err) throw new Error(err);
+      if (err) throw new SysctlPatternError(err);
       const { ns, sysctlOrPrefix, prefixed } = sysctlNamespace(p);
       (prefixed ? this.prefixes : this.sysctls).set(sysctlOrPrefix, ns);
     }
