@@ -135,6 +135,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       memoryCapacityBytes,
       podLogsDir: config.podLogsDir,
       rootDir: flags.rootDir,
+      seccompDefault: config.seccompDefault,
       ...hooks,
     }),
     pleg: ({ runtime, cache, emit }) => createPLEG({
