@@ -28,7 +28,7 @@ export type { PodSyncResult, RuntimePod } from './types.js';
 export type RuntimeCri = Pick<CriClient,
   | 'listPodSandbox' | 'listContainers' | 'podSandboxStatus' | 'containerStatus' | 'runPodSandbox'
   | 'stopPodSandbox' | 'removePodSandbox' | 'createContainer' | 'startContainer' | 'stopContainer'
-  | 'removeContainer' | 'execSync'>;
+  | 'removeContainer' | 'execSync' | 'imageStatus'>;
 
 export interface RuntimeManagerOptions {
   cri: RuntimeCri;

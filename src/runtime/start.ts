@@ -25,7 +25,18 @@ import type { Logger } from '../util/log.js';
 /** The image manager's failures carry these reasons as their code (images depends on runtime, not back). */
 const IMAGE_REASONS: ReadonlySet<string> = new Set([Reasons.ErrImagePull, Reasons.ImagePullBackOff, Reasons.InvalidImageName, Reasons.ErrImageNeverPull, Reasons.ImageInspectError]);
 
-export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'removeContainer'>;
+export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'removeContainer' | 'imageStatus'>;
+
+/**
+ * The user the image runs as (upstream getImageUser): its numeric uid, else its user name;
+ * neither set is root, as upstream treats it. Feeds runAsNonRoot and run_as_user.
+ */
+export async function getImageUser(cri: Pick<CriClient, 'imageStatus'>, imageRef: string): Promise<{ uid?: number; username?: string }> {
+  const image = (await cri.imageStatus({ image: imageRef })).image;
+  if (image?.uid) return { uid: Number(image.uid.value) };
+  if (image?.username) return { username: image.username };
+  return { uid: 0 };
+}
 
 /** What the starter needs of the image manager. */
 export interface ImageService {
@@ -113,7 +124,9 @@ export class ContainerStarter {
         const { envs } = makeEnvironment(pod, c, { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs: containerPodIPs, getConfigMap: place.getConfigMap, getSecret: place.getSecret });
         mounts = await place.containerMounts(c, envs, containerPodIPs);
       }
+      const imageUser = await getImageUser(this.opts.cri, imageRef);
       config = generateContainerConfig(pod, c, restartCount, {
+        imageUser,
         mounts,
         terminationMessageHostPath,
         podIPs: containerPodIPs,

@@ -131,7 +131,7 @@ describe('Localhost seccomp profiles stay under <root-dir>/seccomp', () => {
 });
 
 describe('the RuntimeManager gives containers seccompDefault and <root-dir>/seccomp', () => {
-  async function createdConfig(p: Pod, opts: { seccompDefault?: boolean; rootDir: string }): Promise<{ config?: ContainerConfig; failure?: { reason: string; message: string } }> {
+  async function createdConfig(p: Pod, opts: { seccompDefault?: boolean; rootDir: string; image?: { uid?: string; username?: string } }): Promise<{ config?: ContainerConfig; failure?: { reason: string; message: string } }> {
     let config: ContainerConfig | undefined;
     const rm = new RuntimeManager({
       cri: {
@@ -140,6 +140,10 @@ describe('the RuntimeManager gives containers seccompDefault and <root-dir>/secc
         createContainer: async (_sb: string, c: ContainerConfig) => { config = c; return { container_id: 'c-1' }; },
         startContainer: async () => ({}),
         removeContainer: async () => ({}),
+        imageStatus: async () => ({
+          image: { id: 'sha256:x', uid: opts.image?.uid !== undefined ? { value: opts.image.uid } : null, username: opts.image?.username ?? '' },
+          info: {},
+        }),
       } as unknown as ConstructorParameters<typeof RuntimeManager>[0]['cri'],
       images: { ensureImageExists: async () => 'sha256:x', gcBackoff: () => undefined },
       clock: new FakeClock(),
@@ -190,4 +194,55 @@ describe('the RuntimeManager gives containers seccompDefault and <root-dir>/secc
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('runAsNonRoot is checked against the image\'s user (upstream getImageUser)', () => {
+  async function start(p: Pod, image: { uid?: string; username?: string }): Promise<{ config?: ContainerConfig; failure?: { reason: string; message: string } }> {
+    let config: ContainerConfig | undefined;
+    const m = new RuntimeManager({
+      cri: {
+        runPodSandbox: async () => ({ pod_sandbox_id: 'sb-1' }),
+        podSandboxStatus: async () => ({ status: { network: { ip: '10.1.0.5' } } }),
+        createContainer: async (_sb: string, c: ContainerConfig) => { config = c; return { container_id: 'c-1' }; },
+        startContainer: async () => ({}),
+        removeContainer: async () => ({}),
+        imageStatus: async () => ({ image: { id: 'sha256:x', uid: image.uid !== undefined ? { value: image.uid } : null, username: image.username ?? '' }, info: {} }),
+      } as unknown as ConstructorParameters<typeof RuntimeManager>[0]['cri'],
+      images: { ensureImageExists: async () => 'sha256:x', gcBackoff: () => undefined },
+      clock: new FakeClock(),
+      log: loggerDouble(),
+      nodeName: 'node-a',
+      hostIPs: () => ['10.0.0.1'],
+      memoryCapacityBytes: 1 << 30,
+      podLogsDir: join(tmpdir(), 'kts-nonroot-logs'),
+      rootDir: join(tmpdir(), 'kts-nonroot-root'),
+      ensurePodCgroup: async () => '/kubepods/pod',
+    });
+    const result = await m.syncPod(p, emptyStatus(p.metadata.uid!, p.metadata.name, p.metadata.namespace));
+    const failure = result.startFailures.get('c');
+    return { config, ...(failure ? { failure } : {}) };
+  }
+  const nonRoot = (): Pod => pod({ podSc: { runAsNonRoot: true } });
+  const rows: { name: string; p: () => Pod; image: { uid?: string; username?: string }; error?: RegExp; runAs?: number; username?: string }[] = [
+    { name: 'an image running as root is refused', p: nonRoot, image: { uid: '0' }, error: /container has runAsNonRoot and image will run as root/ },
+    { name: 'an image with no user at all is root, refused', p: nonRoot, image: {}, error: /container has runAsNonRoot and image will run as root/ },
+    { name: 'an image with a non-numeric user cannot be verified', p: nonRoot, image: { username: 'nobody' }, error: /image has non-numeric user \(nobody\), cannot verify user is non-root/ },
+    { name: 'an image running as 1000 starts, as 1000', p: nonRoot, image: { uid: '1000' }, runAs: 1000 },
+    { name: 'runAsUser 1000 over a root image starts', p: () => pod({ podSc: { runAsNonRoot: true, runAsUser: 1000 } }), image: { uid: '0' }, runAs: 1000 },
+    { name: 'without runAsNonRoot the image user is carried as run_as_username', p: () => pod(), image: { username: 'nobody' }, username: 'nobody' },
+  ];
+  for (const r of rows) {
+    it(r.name, async () => {
+      const got = await start(r.p(), r.image);
+      if (r.error) {
+        assert.equal(got.config, undefined, 'no CreateContainer');
+        assert.equal(got.failure?.reason, 'CreateContainerConfigError');
+        assert.match(got.failure!.message, r.error);
+        return;
+      }
+      assert.equal(got.failure, undefined);
+      if (r.runAs !== undefined) assert.equal(Number(got.config?.linux?.security_context?.run_as_user?.value), r.runAs);
+      if (r.username !== undefined) assert.equal(got.config?.linux?.security_context?.run_as_username, r.username);
+    });
+  }
 });
