@@ -17,6 +17,7 @@ export const OutOfEphemeralStorage = 'OutOfephemeral-storage';
 export const OutOfPods = 'OutOfpods';
 export const PodOSSelectorNodeLabelDoesNotMatch = 'PodOSSelectorNodeLabelDoesNotMatch';
 export const PodOSNotSupported = 'PodOSNotSupported';
+export const SupplementalGroupsPolicyNotSupported = 'SupplementalGroupsPolicyNotSupported';
 export const DeadlineExceededReason = 'DeadlineExceeded';
 export const DeadlineExceededMessage = 'Pod was active on the node longer than the specified deadline';
 
@@ -158,6 +159,12 @@ export function canAdmitPod(pod: Pod, others: Pod[], node: AdmissionNode, isStat
   }
   if (pod.spec.os?.name !== undefined && pod.spec.os.name !== 'linux') {
     return { admit: false, reason: PodOSNotSupported, message: "Failed to admit pod as the OS field doesn't match node OS" };
+  }
+  // upstream (1.33): Strict on a node whose runtime cannot enforce it is refused, not run as Merge;
+  // kubelet-ts's CRI has no supplemental_groups_policy field, so no runtime here enforces it
+  const groupsPolicy = pod.spec.securityContext?.supplementalGroupsPolicy;
+  if (groupsPolicy !== undefined && groupsPolicy !== 'Merge') {
+    return { admit: false, reason: SupplementalGroupsPolicyNotSupported, message: `SupplementalGroupsPolicy=${groupsPolicy} is not supported in this node` };
   }
   // The resources: pods first, then cpu, memory, ephemeral-storage (the first failure wins).
   const insufficient = (name: string, requested: number, used: number, capacity: number): AdmitResult => ({

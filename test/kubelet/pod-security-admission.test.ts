@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
 import { SysctlAllowlist, normalizeSysctlName, safeSysctlAllowlist, sysctlPatternError } from '../../src/api/sysctl.js';
-import { appArmorAdmitHandler, sysctlAdmitHandler } from '../../src/kubelet/admission.js';
+import { appArmorAdmitHandler, canAdmitPod, sysctlAdmitHandler, type AdmissionNode } from '../../src/kubelet/admission.js';
 import { Kubelet } from '../../src/kubelet/kubelet.js';
 import { harness, mkPod, settle, until } from './doubles.js';
 
@@ -170,4 +170,22 @@ describe('the Kubelet refuses a pod by sysctl or AppArmor before any sync', () =
     assert.equal(status?.reason, 'AppArmor');
     assert.equal(status?.message, 'Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host');
   });
+});
+
+describe('supplementalGroupsPolicy at admission (upstream 1.33: Strict refused where the runtime cannot enforce it)', () => {
+  const node: AdmissionNode = { name: 'n1', labels: { 'kubernetes.io/os': 'linux' }, taints: [], allocatable: { pods: 110 } };
+  const withPolicy = (policy?: string): Pod => {
+    const p = mkPod('g');
+    p.spec.securityContext = { supplementalGroups: [5000], ...(policy !== undefined ? { supplementalGroupsPolicy: policy } : {}) };
+    return p;
+  };
+  const rows: { policy?: string; want: object }[] = [
+    { want: { admit: true } },
+    { policy: 'Merge', want: { admit: true } },
+    { policy: 'Strict', want: { admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' } },
+    { policy: 'Loose', want: { admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Loose is not supported in this node' } },
+  ];
+  for (const r of rows) {
+    it(`policy ${r.policy ?? '(unset)'}`, () => assert.deepEqual(canAdmitPod(withPolicy(r.policy), [], node), r.want));
+  }
 });
