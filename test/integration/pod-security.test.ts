@@ -9,6 +9,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod } from '../../src/api/types.js';
 import { CriClient } from '../../src/runtime/cri-client.js';
+import { isAppArmorEnabled } from '../../src/runtime/apparmor.js';
 import { ensureRuntime, type TestRuntime } from '../fixtures/runtime.js';
 import { startKubelet, waitFor, type KubeletProcess } from '../fixtures/kubelet-process.js';
 
@@ -87,6 +88,21 @@ describe('pod security settings on containerd', () => {
     await writeFile(join(kubelet.manifestDir, 'somaxconn.json'), manifest('somaxconn', rt.images.busybox, { 'net.core.somaxconn': '1234' }));
     const pod = await running('somaxconn');
     assert.equal(await exec(pod, 'cat /proc/sys/net/core/somaxconn'), '1234');
+  });
+
+  it('an AppArmor profile is refused where the host has no AppArmor (Failed, reason AppArmor, no sandbox), and runs where it has', async () => {
+    await writeFile(join(kubelet.manifestDir, 'apparmor.json'), manifest('apparmor', rt.images.busybox, {}, { appArmorProfile: { type: 'RuntimeDefault' } }));
+    if (isAppArmorEnabled()) {
+      await running('apparmor');
+      return;
+    }
+    const pod = await waitFor(async () => {
+      const p = await podNamed('apparmor');
+      return p?.status?.phase === 'Failed' ? p : undefined;
+    }, WAIT, 'apparmor to be refused');
+    assert.equal(pod.status?.reason, 'AppArmor');
+    assert.equal(pod.status?.message, 'Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host');
+    assert.deepEqual(await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': pod.metadata.uid! } }), []);
   });
 
   it('--seccomp-default: a container that asks for nothing runs under a seccomp filter; Unconfined stays unconfined', async () => {
