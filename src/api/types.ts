@@ -150,6 +150,7 @@ export interface SecurityContext {
   allowPrivilegeEscalation?: boolean;
   procMount?: string;
   seccompProfile?: { type: string; localhostProfile?: string };
+  appArmorProfile?: { type: string; localhostProfile?: string };
 }
 
 export interface PodSecurityContext {
@@ -160,6 +161,8 @@ export interface PodSecurityContext {
   fsGroup?: number;
   sysctls?: { name: string; value: string }[];
   seccompProfile?: { type: string; localhostProfile?: string };
+  appArmorProfile?: { type: string; localhostProfile?: string };
+  supplementalGroupsPolicy?: string;
 }
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';

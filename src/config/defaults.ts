@@ -76,6 +76,8 @@ export function defaultKubeletConfig(): KubeletConfig {
     maxPods: 110,
     userNamespaces: { idsPerPod: 65536 },
     podPidsLimit: -1,
+    allowedUnsafeSysctls: [],
+    seccompDefault: false,
     serializeImagePulls: true,
     maxParallelImagePulls: null,
     evictionHard: { ...DEFAULT_EVICTION_HARD },

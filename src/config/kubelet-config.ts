@@ -135,6 +135,10 @@ export interface KubeletConfig {
   userNamespaces: { idsPerPod: number };
   /** Max PIDs per pod; -1 = node allocatable limit. Default -1. */
   podPidsLimit: number;
+  /** Unsafe sysctls (or `prefix*` patterns) pods may set besides the safe set. Default []. */
+  allowedUnsafeSysctls: string[];
+  /** RuntimeDefault seccomp for containers that set no profile. Default false. */
+  seccompDefault: boolean;
   /** Pull one image at a time. Default true (false when maxParallelImagePulls >= 2). */
   serializeImagePulls: boolean;
   /** null = no limit. Default null. */

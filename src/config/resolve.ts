@@ -246,6 +246,8 @@ export function resolveKubeletConfig(
   // Upstream: unset or negative → -1 (the node allocatable pid limit applies).
   const pidsLimit = r.int('podPidsLimit', 64);
   c.podPidsLimit = pidsLimit === undefined || pidsLimit < 0 ? -1 : pidsLimit;
+  c.allowedUnsafeSysctls = orUnset(r.strList('allowedUnsafeSysctls'), c.allowedUnsafeSysctls);
+  c.seccompDefault = orUnset(r.bool('seccompDefault'), c.seccompDefault);
   const maxParallel = r.int('maxParallelImagePulls');
   c.maxParallelImagePulls = maxParallel ?? null;
   // Upstream: serial pulls by default, unless parallel pulls were asked for.

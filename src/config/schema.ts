@@ -84,6 +84,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   // pods' user namespaces (src/kubelet/userns)
   userNamespaces: 'implemented',
   podPidsLimit: 'implemented',
+  // the sysctl admit handler (src/kubelet/admission.ts) and the containers' seccomp profile
+  allowedUnsafeSysctls: 'implemented',
+  seccompDefault: 'implemented',
   systemReserved: 'implemented',
   kubeReserved: 'implemented',
   systemReservedCgroup: 'not-implemented',

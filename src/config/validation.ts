@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { posix as pathPosix } from 'node:path';
 
 import { parseQuantity, type Quantity, QuantityError } from '../api/quantity.js';
+import { sysctlPatternError } from '../api/sysctl.js';
 import { formatDuration } from './duration.js';
 import { ConfigError, type ConfigIssue, showValue } from './errors.js';
 import { CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, type KubeletConfig, OOM_WATCHER_MODES, STATS_BACKENDS } from './kubelet-config.js';
@@ -297,6 +298,11 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   if (!OOM_WATCHER_MODES.includes(c.oomWatcher)) {
     bad('oomWatcher', `must be one of ${OOM_WATCHER_MODES.map((s) => `"${s}"`).join(', ')}, got ${showValue(c.oomWatcher)}`);
   }
+  // upstream refuses these when it builds the sysctl allowlist at start
+  (c.allowedUnsafeSysctls ?? []).forEach((p, i) => {
+    const err = sysctlPatternError(p);
+    if (err) bad(`allowedUnsafeSysctls[${i}]`, err);
+  });
 
   if (issues.length > 0) {
     throw new ConfigError(issues[0]!.field, issues[0]!.detail, source, issues);

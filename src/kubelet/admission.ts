@@ -3,10 +3,13 @@
 // requests against allocatable, then required node affinity and nodeSelector, the node name,
 // host ports, and (for pods not from a file or URL) NoExecute taints. The first failure gives
 // the reason and message; a rejected pod becomes Failed with "Pod was rejected: <message>".
-// Also activeDeadlineSeconds (upstream's activeDeadlineHandler).
+// Also activeDeadlineSeconds (upstream's activeDeadlineHandler), and the sysctl and AppArmor
+// admit handlers (upstream's sysctl allowlist and AppArmor validator).
 
 import type { Container, Pod, PodStatus, Toleration } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
+import { SysctlAllowlist, SysctlForbiddenReason, safeSysctlAllowlist } from '../api/sysctl.js';
+import { AppArmorNotAdmittedReason, validateAppArmor } from '../runtime/apparmor.js';
 
 export const OutOfCPU = 'OutOfcpu';
 export const OutOfMemory = 'OutOfmemory';
@@ -14,6 +17,7 @@ export const OutOfEphemeralStorage = 'OutOfephemeral-storage';
 export const OutOfPods = 'OutOfpods';
 export const PodOSSelectorNodeLabelDoesNotMatch = 'PodOSSelectorNodeLabelDoesNotMatch';
 export const PodOSNotSupported = 'PodOSNotSupported';
+export const SupplementalGroupsPolicyNotSupported = 'SupplementalGroupsPolicyNotSupported';
 export const DeadlineExceededReason = 'DeadlineExceeded';
 export const DeadlineExceededMessage = 'Pod was active on the node longer than the specified deadline';
 
@@ -156,6 +160,12 @@ export function canAdmitPod(pod: Pod, others: Pod[], node: AdmissionNode, isStat
   if (pod.spec.os?.name !== undefined && pod.spec.os.name !== 'linux') {
     return { admit: false, reason: PodOSNotSupported, message: "Failed to admit pod as the OS field doesn't match node OS" };
   }
+  // upstream (1.33): Strict on a node whose runtime cannot enforce it is refused, not run as Merge;
+  // kubelet-ts's CRI has no supplemental_groups_policy field, so no runtime here enforces it
+  const groupsPolicy = pod.spec.securityContext?.supplementalGroupsPolicy;
+  if (groupsPolicy !== undefined && groupsPolicy !== 'Merge') {
+    return { admit: false, reason: SupplementalGroupsPolicyNotSupported, message: `SupplementalGroupsPolicy=${groupsPolicy} is not supported in this node` };
+  }
   // The resources: pods first, then cpu, memory, ephemeral-storage (the first failure wins).
   const insufficient = (name: string, requested: number, used: number, capacity: number): AdmitResult => ({
     admit: false,
@@ -208,4 +218,35 @@ export function activeDeadlineLeftMs(pod: Pod, startTime: string | undefined, no
   const started = Date.parse(startTime);
   if (Number.isNaN(started)) return undefined;
   return started + d * 1000 - now;
+}
+
+/**
+ * The sysctl admit handler (upstream's patternAllowlist): the safe set for this kernel plus
+ * allowedUnsafeSysctls; a pod setting anything else, or a net (ipc) sysctl with hostNetwork
+ * (hostIPC), is refused with SysctlForbidden. Throws on a pattern upstream refuses at start.
+ */
+export function sysctlAdmitHandler(allowedUnsafeSysctls: readonly string[], kernelRelease: string | undefined): (pod: Pod) => AdmitResult {
+  const allowlist = new SysctlAllowlist([...safeSysctlAllowlist(kernelRelease), ...allowedUnsafeSysctls]);
+  return (pod) => {
+    for (const s of pod.spec.securityContext?.sysctls ?? []) {
+      const err = allowlist.validate(s.name, pod.spec.hostNetwork === true, pod.spec.hostIPC === true);
+      if (err) return { admit: false, reason: SysctlForbiddenReason, message: `forbidden sysctl: ${err}` };
+    }
+    return { admit: true };
+  };
+}
+
+/**
+ * The AppArmor admit handler (upstream's appArmorAdmitHandler): a pending pod asking for a
+ * profile other than unconfined is refused when AppArmor is not enabled on the host, or when
+ * a Localhost profile has no name.
+ */
+export function appArmorAdmitHandler(hostEnabled: boolean): (pod: Pod) => AdmitResult {
+  return (pod) => {
+    const phase = pod.status?.phase;
+    if (phase !== undefined && phase !== 'Pending') return { admit: true };
+    const err = validateAppArmor(pod, hostEnabled);
+    if (!err) return { admit: true };
+    return { admit: false, reason: AppArmorNotAdmittedReason, message: `Cannot enforce AppArmor: ${err}` };
+  };
 }

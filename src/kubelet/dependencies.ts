@@ -72,6 +72,10 @@ export interface KubeletDependencies {
   cgroups: PodCgroups;
   hostIPs: string[];
   memoryCapacityBytes: number;
+  /** The kernel release (`uname -r`) the safe sysctls are chosen by; default: this host's. */
+  kernelRelease?: string;
+  /** AppArmor is enabled on the host; default: read from /sys at start. */
+  appArmorEnabled?: boolean;
   /** The container runtime, given the kubelet's hooks into it. */
   runtime(hooks: RuntimeHooks): KubeletRuntime;
   pleg(o: { runtime: KubeletRuntime; cache: PodCache; emit: (e: PodLifecycleEvent) => boolean }): KubeletPleg;
@@ -138,6 +142,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       memoryCapacityBytes,
       podLogsDir: config.podLogsDir,
       rootDir: flags.rootDir,
+      seccompDefault: config.seccompDefault,
       ...hooks,
     }),
     pleg: ({ runtime, cache, emit }) => createPLEG({

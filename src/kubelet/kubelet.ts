@@ -2,9 +2,10 @@
 // the main thread. Pod sources, PLEG events, the resync tick and housekeeping all arrive here
 // and are dispatched to the per-pod workers; nothing in the loop itself waits on I/O.
 
-import { arch, cpus, hostname } from 'node:os';
+import { arch, cpus, hostname, release } from 'node:os';
 import type { Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
+import { isAppArmorEnabled } from '../runtime/apparmor.js';
 import { DisruptionTarget, Evicted } from '../api/reasons.js';
 import { TERMINATION_BY_KUBELET } from '../eviction/api.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
@@ -23,7 +24,7 @@ import type { ProbeRunner } from '../prober/types.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { KubeletCri, KubeletDependencies, KubeletOomWatcher, KubeletPleg, PodCgroups, PodSources } from './dependencies.js';
-import { canAdmitPod, type AdmissionNode, type AdmitResult, type Taint } from './admission.js';
+import { appArmorAdmitHandler, canAdmitPod, sysctlAdmitHandler, type AdmissionNode, type AdmitResult, type Taint } from './admission.js';
 import { KubeletStartError } from './errors.js';
 import { MirrorPods } from './mirror-pods.js';
 import { ManagedObjectSource, ObjectManager } from './configmap-secret.js';
@@ -110,6 +111,9 @@ export class Kubelet {
   /** One live timer per periodic task: each tick replaces its own. */
   private readonly timers = new Map<string, Timer>();
   private readonly admitHandlers: PodAdmitHandler[] = [];
+  /** upstream's sysctl allowlist and AppArmor validator, around the node's fit. */
+  private readonly sysctlAdmit: PodAdmitHandler;
+  private readonly appArmorAdmit: PodAdmitHandler;
   private nodePressure: (() => { memory: boolean; disk: boolean; pid: boolean }) | undefined;
   private running = false;
   private stopping?: Promise<void>;
@@ -136,6 +140,8 @@ export class Kubelet {
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
+    this.sysctlAdmit = sysctlAdmitHandler(this.config.allowedUnsafeSysctls ?? [], deps.kernelRelease ?? release());
+    this.appArmorAdmit = appArmorAdmitHandler(deps.appArmorEnabled ?? isAppArmorEnabled());
     const apiClient = deps.apiClient;
     if (apiClient) {
       this.mirrorPods = new MirrorPods({
@@ -329,7 +335,11 @@ export class Kubelet {
       const r = h(pod);
       if (!r.admit) return r;
     }
-    return canAdmitPod(pod, others, this.admissionNode(), isStaticPod(pod));
+    const sysctls = this.sysctlAdmit(pod);
+    if (!sysctls.admit) return sysctls;
+    const fit = canAdmitPod(pod, others, this.admissionNode(), isStaticPod(pod));
+    if (!fit.admit) return fit;
+    return this.appArmorAdmit(pod);
   }
 
   /** Pods admitted and not finished: not terminal, no termination requested (upstream GetActivePods). */

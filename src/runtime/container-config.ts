@@ -4,7 +4,7 @@
 // termination-message file (createTerminationMessageFile) before sending it.
 
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { confinedJoin } from '../util/safe-path.js';
 import type { Container, Pod, ResourceList, SecurityContext } from '../api/types.js';
@@ -21,6 +21,7 @@ import { CreateContainerConfigError, expandCommand, makeEnvironment, type KeyVal
 import { newContainerAnnotations, newContainerLabels } from './labels.js';
 import { generateLinuxContainerResources, type LinuxResourceOptions } from './resources.js';
 import { DEFAULT_POD_LOGS_DIR, buildPodLogsDirectory, namespacesForPod } from './sandbox-config.js';
+import { appArmorSecurityProfile } from './apparmor.js';
 
 export { CreateContainerConfigError } from './env.js';
 
@@ -39,6 +40,7 @@ export const DEFAULT_MASKED_PATHS: readonly string[] = [
   '/proc/sched_debug',
   '/proc/scsi',
   '/sys/firmware',
+  '/sys/devices/virtual/powercap',
 ];
 
 /** /proc paths mounted read-only (upstream defaultReadonlyPaths). */
@@ -139,6 +141,47 @@ export function verifyRunAsNonRoot(pod: Pod, container: Container, uid: number |
   }
 }
 
+/**
+ * `<root>/<localhostProfile>` for a Localhost seccomp profile, refused (CreateContainerConfigError
+ * naming it) when the name is absolute or climbs out of the root with `..`: upstream's API
+ * validation refuses both, and a static pod never meets it.
+ */
+export function localhostSeccompPath(root: string, localhostProfile: string): string {
+  if (posix.isAbsolute(localhostProfile)) {
+    throw new CreateContainerConfigError(`seccomp localhostProfile ${JSON.stringify(localhostProfile)} must be a path relative to the seccomp profile root ${root}, not an absolute path`);
+  }
+  if (localhostProfile.split('/').includes('..')) {
+    throw new CreateContainerConfigError(`seccomp localhostProfile ${JSON.stringify(localhostProfile)} must not contain '..' (it must stay under the seccomp profile root ${root})`);
+  }
+  return posix.join(root, localhostProfile);
+}
+
+/**
+ * Resolves a Localhost profile's path on disk and checks that it stays under the profile root
+ * once every symlink is followed; returns the resolved path (what the runtime is given, so it
+ * reads no symlink). CreateContainerConfigError naming the profile when it is missing or
+ * resolves outside the root.
+ */
+export async function confineLocalhostSeccompProfile(root: string, ref: string): Promise<string> {
+  let realRoot: string;
+  try {
+    realRoot = await realpath(root);
+  } catch (err) {
+    throw new CreateContainerConfigError(`seccomp profile root ${root} is not usable for localhost profile ${ref}: ${(err as Error).message}`);
+  }
+  let real: string;
+  try {
+    real = await realpath(ref);
+  } catch (err) {
+    throw new CreateContainerConfigError(`seccomp localhost profile ${ref} cannot be read: ${(err as Error).message}`);
+  }
+  const rel = posix.relative(realRoot, real);
+  if (rel === '' || rel === '..' || rel.startsWith('../') || posix.isAbsolute(rel)) {
+    throw new CreateContainerConfigError(`seccomp localhost profile ${ref} resolves to ${real}, outside the seccomp profile root ${root}`);
+  }
+  return real;
+}
+
 function fieldSeccompProfile(
   profile: { type: string; localhostProfile?: string },
   root: string,
@@ -148,7 +191,7 @@ function fieldSeccompProfile(
     if (!profile.localhostProfile) {
       throw new CreateContainerConfigError('localhostProfile must be set if seccompProfile type is Localhost.');
     }
-    return { profile_type: 'Localhost', localhost_ref: posix.join(root, profile.localhostProfile) };
+    return { profile_type: 'Localhost', localhost_ref: localhostSeccompPath(root, profile.localhostProfile) };
   }
   return { profile_type: 'Unconfined' };
 }
@@ -160,6 +203,23 @@ export function getSeccompProfile(pod: Pod, container: Container, seccompDefault
   const podLevel = pod.spec.securityContext?.seccompProfile;
   if (podLevel) return fieldSeccompProfile(podLevel, root);
   return { profile_type: seccompDefault ? 'RuntimeDefault' : 'Unconfined' };
+}
+
+/**
+ * Whether the container's /proc is left unmasked. Upstream's API validation refuses
+ * `Unmasked` unless the pod runs in a user namespace (`hostUsers: false`), so a pod that gets
+ * here otherwise (a static pod) is refused by name rather than given the host's /proc; any
+ * other value than Default/Unmasked is refused too.
+ */
+export function procMountUnmasked(pod: Pod, container: Container, procMount: string | undefined): boolean {
+  if (procMount === undefined || procMount === 'Default') return false;
+  if (procMount !== 'Unmasked') {
+    throw new CreateContainerConfigError(`container ${container.name}: securityContext.procMount ${JSON.stringify(procMount)} is not supported (Default or Unmasked)`);
+  }
+  if ((pod.spec as { hostUsers?: boolean }).hostUsers !== false) {
+    throw new CreateContainerConfigError(`container ${container.name}: securityContext.procMount "Unmasked" requires spec.hostUsers: false (a user namespace)`);
+  }
+  return true;
 }
 
 /**
@@ -203,7 +263,8 @@ export function generateContainerSecurityContext(
   if (groups.length > 0) sc.supplemental_groups = groups;
   // only an explicit allowPrivilegeEscalation: false sets no_new_privs
   sc.no_new_privs = eff.allowPrivilegeEscalation === false;
-  const unmasked = eff.procMount === 'Unmasked';
+  const unmasked = procMountUnmasked(pod, container, eff.procMount);
+  Object.assign(sc, appArmorSecurityProfile(pod, container));
   sc.masked_paths = unmasked ? [] : [...DEFAULT_MASKED_PATHS];
   sc.readonly_paths = unmasked ? [] : [...DEFAULT_READONLY_PATHS];
   return sc;

@@ -29,7 +29,7 @@ export type { PodSyncResult, RuntimePod } from './types.js';
 export type RuntimeCri = Pick<CriClient,
   | 'listPodSandbox' | 'listContainers' | 'podSandboxStatus' | 'containerStatus' | 'runPodSandbox'
   | 'stopPodSandbox' | 'removePodSandbox' | 'createContainer' | 'startContainer' | 'stopContainer'
-  | 'removeContainer' | 'execSync'>;
+  | 'removeContainer' | 'execSync' | 'imageStatus'>;
 
 export interface RuntimeManagerOptions {
   cri: RuntimeCri;
@@ -42,6 +42,8 @@ export interface RuntimeManagerOptions {
   podLogsDir: string;
   /** The kubelet's root dir: per-container files (termination message) live under pods/<uid>/containers. */
   rootDir: string;
+  /** KubeletConfiguration seccompDefault: RuntimeDefault for containers that set no profile. */
+  seccompDefault?: boolean;
   /** Creates the pod's cgroup and returns its name (the sandbox's cgroup_parent). */
   ensurePodCgroup: (pod: Pod) => Promise<string>;
   /** Told of every container started (the OOM watcher watches it). */

@@ -3,6 +3,7 @@
 // A failure is returned as upstream's waiting reason and message, never thrown.
 
 import { mkdir } from 'node:fs/promises';
+import { posix } from 'node:path';
 import type { Container, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
@@ -10,7 +11,7 @@ import type * as cri from './cri-types.js';
 import type { ContainerRuntimeStatus, ContainerStartFailure, PodSyncExtras, PodSyncResult, RuntimePodStatus } from './types.js';
 import { makeEnvironment } from './env.js';
 import { hashContainer } from './container-hash.js';
-import { generateContainerConfig, podContainerDir } from './container-config.js';
+import { confineLocalhostSeccompProfile, generateContainerConfig, podContainerDir } from './container-config.js';
 import { createTerminationMessageFileFor } from './termination-message.js';
 import type { HandlerRunner } from './hooks.js';
 import type { PodKiller } from './kill.js';
@@ -24,7 +25,18 @@ import type { Logger } from '../util/log.js';
 /** The image manager's failures carry these reasons as their code (images depends on runtime, not back). */
 const IMAGE_REASONS: ReadonlySet<string> = new Set([Reasons.ErrImagePull, Reasons.ImagePullBackOff, Reasons.InvalidImageName, Reasons.ErrImageNeverPull, Reasons.ImageInspectError]);
 
-export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'removeContainer'>;
+export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'removeContainer' | 'imageStatus'>;
+
+/**
+ * The user the image runs as (upstream getImageUser): its numeric uid, else its user name;
+ * neither set is root, as upstream treats it. Feeds runAsNonRoot and run_as_user.
+ */
+export async function getImageUser(cri: Pick<CriClient, 'imageStatus'>, imageRef: string): Promise<{ uid?: number; username?: string }> {
+  const image = (await cri.imageStatus({ image: imageRef })).image;
+  if (image?.uid) return { uid: Number(image.uid.value) };
+  if (image?.username) return { username: image.username };
+  return { uid: 0 };
+}
 
 /** What the starter needs of the image manager. */
 export interface ImageService {
@@ -45,6 +57,8 @@ export interface ContainerStarterOptions {
   memoryCapacityBytes: number;
   podLogsDir: string;
   rootDir: string;
+  /** KubeletConfiguration seccompDefault: RuntimeDefault for containers that set no profile. */
+  seccompDefault?: boolean;
   onContainerStarted?: (pod: Pod, containerName: string, containerID: string) => void;
 }
 
@@ -97,6 +111,8 @@ export class ContainerStarter {
     const restartCount = previous ? (previous.state === 'created' ? previous.restartCount : previous.restartCount + 1) : 0;
     const hostNetwork = Boolean(pod.spec.hostNetwork);
     let config: cri.ContainerConfig;
+    // upstream: <root-dir>/seccomp
+    const seccompProfileRoot = posix.join(this.opts.rootDir, 'seccomp');
     try {
       const terminationMessageHostPath = c.terminationMessagePath
         ? await createTerminationMessageFileFor(podContainerDir(this.opts.rootDir, pod.metadata.uid!, c.name), restartCount)
@@ -108,7 +124,9 @@ export class ContainerStarter {
         const { envs } = makeEnvironment(pod, c, { nodeName: this.opts.nodeName, hostIPs: this.opts.hostIPs(), podIPs: containerPodIPs, getConfigMap: place.getConfigMap, getSecret: place.getSecret });
         mounts = await place.containerMounts(c, envs, containerPodIPs);
       }
+      const imageUser = await getImageUser(this.opts.cri, imageRef);
       config = generateContainerConfig(pod, c, restartCount, {
+        imageUser,
         mounts,
         terminationMessageHostPath,
         podIPs: containerPodIPs,
@@ -119,7 +137,13 @@ export class ContainerStarter {
         memoryCapacityBytes: this.opts.memoryCapacityBytes,
         getConfigMap: place.getConfigMap,
         getSecret: place.getSecret,
+        seccompDefault: this.opts.seccompDefault === true,
+        seccompProfileRoot,
       });
+      const seccomp = config.linux?.security_context?.seccomp;
+      if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
+        seccomp.localhost_ref = await confineLocalhostSeccompProfile(seccompProfileRoot, seccomp.localhost_ref);
+      }
     } catch (err) {
       return { reason: Reasons.CreateContainerConfigError, message: (err as Error).message };
     }

@@ -320,9 +320,9 @@ describe('container security context', () => {
     assert.deepEqual(s.masked_paths, [...DEFAULT_MASKED_PATHS]);
   });
 
-  it('unmasks /proc with procMount Unmasked', () => {
+  it('unmasks /proc with procMount Unmasked in a user namespace (hostUsers: false)', () => {
     const c: Container = { name: 'c', securityContext: { procMount: 'Unmasked' } };
-    const s = sc(podWith(c), c);
+    const s = sc(podWith(c, { hostUsers: false } as Partial<Pod['spec']>), c);
     assert.deepEqual([s.masked_paths, s.readonly_paths], [[], []]);
   });
 
