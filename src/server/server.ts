@@ -321,7 +321,14 @@ export class KubeletServer {
       }
       path = target.path;
       const route = matchRoute(routes, path);
-      if (!route) return sendText(res, 404, '404 page not found\n');
+      if (!route) {
+        const notFound = (): void => sendText(res, 404, '404 page not found\n');
+        if (!gate) return notFound();
+        // As upstream's filter chain: an unknown path is authenticated and authorized like any
+        // other (a 401 or 403 to whoever may not ask), so a 404 tells nothing to a stranger.
+        gate.admit(req, path).then((refusal) => (refusal ? sendText(res, refusal.status, refusal.message) : notFound())).catch(failed);
+        return;
+      }
       const url = new URL('http://localhost/');
       url.pathname = escapePath(path);
       url.search = target.rawQuery;
