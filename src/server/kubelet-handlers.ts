@@ -12,6 +12,7 @@ import { parseQuantity } from '../api/quantity.js';
 import { formatDuration } from '../config/duration.js';
 import type { KubeletConfig } from '../config/index.js';
 import type { Clock } from '../util/clock.js';
+import { heapProfileBody, type SamplingHeapProfile } from './pprof.js';
 import { escapePath } from './request-target.js';
 import { sendJSON, withMethods, type Handler } from './server.js';
 
@@ -252,11 +253,15 @@ export function debugFlagsVerbosityHandler(set: (v: number) => void): Handler {
 /** The longest CPU profile one request may ask for (upstream's pprof: 30 s default). */
 export const MAX_PROFILE_SECONDS = 60;
 
+/** Bytes between two sampled allocations (Go's default MemProfileRate: 512 KiB). */
+export const HEAP_SAMPLING_INTERVAL = 512 * 1024;
+
 /**
  * Profiling through Node's inspector (upstream serves Go's pprof here): /debug/pprof/profile
  * records a CPU profile for ?seconds=N (default 30, at most MAX_PROFILE_SECONDS) as a
- * .cpuprofile (Chrome DevTools JSON); /debug/pprof/heap writes a heap snapshot. One profile at a
- * time: a second request while one runs is a 409.
+ * .cpuprofile (Chrome DevTools JSON); /debug/pprof/heap is the sampled allocation profile (what
+ * Go's heap profile is: allocation sites with counts and bytes, never memory contents) in pprof's
+ * format (pprof.ts). One CPU profile at a time: a second request while one runs is a 409.
  */
 export function profilingHandlers(clock: Clock): Map<string, Handler> {
   let busy = false;
@@ -281,7 +286,7 @@ export function profilingHandlers(clock: Clock): Map<string, Handler> {
   const routes = new Map<string, Handler>();
   routes.set('/debug/pprof/', withMethods(['GET'], (_req, res, url) => {
     if (url.pathname !== '/debug/pprof/') return sendText(res, 404, '404 page not found\n');
-    sendText(res, 200, 'profiles (Node inspector):\nprofile?seconds=N  CPU profile (.cpuprofile JSON)\nheap               heap snapshot (.heapsnapshot JSON)\n');
+    sendText(res, 200, 'profiles (Node inspector):\nprofile?seconds=N  CPU profile (.cpuprofile JSON)\nheap               sampled allocations still live (pprof profile.proto, gzip)\n');
   }));
   routes.set('/debug/pprof/profile', withMethods(['GET'], async (_req: IncomingMessage, res, url) => {
     const raw = url.searchParams.get('seconds');
@@ -300,19 +305,23 @@ export function profilingHandlers(clock: Clock): Map<string, Handler> {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="kubelet.cpuprofile"', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
   }));
+  // Sampling runs from here on, as Go's runtime samples allocations all along (MemProfileRate):
+  // a heap profile shows what was allocated and is still live since profiling was enabled.
+  const heap = new Session();
+  heap.connect();
+  const sampling = post(heap, 'HeapProfiler.enable').then(() => post(heap, 'HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_INTERVAL }));
+  sampling.catch(() => undefined);
   routes.set('/debug/pprof/heap', withMethods(['GET'], async (_req, res) => {
-    let started = false;
-    await run(res, async (s) => {
-      s.on('HeapProfiler.addHeapSnapshotChunk', (m: { params: { chunk: string } }) => {
-        if (!started) {
-          started = true;
-          res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="kubelet.heapsnapshot"' });
-        }
-        res.write(m.params.chunk);
-      });
-      await post(s, 'HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+    await sampling;
+    const { profile } = await post<{ profile: SamplingHeapProfile }>(heap, 'HeapProfiler.getSamplingProfile');
+    const body = heapProfileBody(profile, { timeNanos: BigInt(clock.now()) * 1_000_000n, periodBytes: HEAP_SAMPLING_INTERVAL });
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'attachment; filename="heap"',
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Length': body.length,
     });
-    if (started) res.end();
+    res.end(body);
   }));
   return routes;
 }
