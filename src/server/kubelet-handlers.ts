@@ -3,9 +3,8 @@
 // with enableSystemLogHandler), /debug/pprof/ (Node's inspector, with enableProfilingHandler)
 // and /debug/flags/v (the log verbosity, with enableDebugFlagsHandler).
 
-import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { Session } from 'node:inspector';
-import { join, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Pod, PodList } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
@@ -13,6 +12,7 @@ import { formatDuration } from '../config/duration.js';
 import type { KubeletConfig } from '../config/index.js';
 import type { Clock } from '../util/clock.js';
 import { heapProfileBody, type SamplingHeapProfile } from './pprof.js';
+import { fdPath, openBeneath } from '../util/open-beneath.js';
 import { escapePath } from './request-target.js';
 import { sendJSON, withMethods, type Handler } from './server.js';
 
@@ -176,46 +176,48 @@ export const SYSTEM_LOG_MAX_BYTES = 64 << 20;
 
 /**
  * /logs/<path>: a file or a directory listing under `root` (/var/log), as Go's FileServer on
- * that directory; nothing outside it is served, symbolic links included.
+ * that directory; nothing outside it is served, and no symbolic link at any component is
+ * followed (each component is opened from the one before with O_NOFOLLOW; what is read is that
+ * descriptor, never the path resolved again).
  */
 export function systemLogsHandler(root = '/var/log'): Handler {
   return withMethods(['GET'], async (_req, res, url) => {
     const rel = decodeURIComponent(url.pathname).slice('/logs/'.length);
-    if (rel.split('/').some((s) => s === '..')) return sendText(res, 400, 'invalid path\n');
-    let base: string;
-    let target: string;
+    const components = rel.split('/').filter((c) => c !== '' && c !== '.');
+    if (components.some((c) => c === '..')) return sendText(res, 400, 'invalid path\n');
+    let fh;
     try {
-      base = await realpath(root);
-      target = await realpath(join(base, rel));
+      fh = await openBeneath(root, components);
     } catch {
       return sendText(res, 404, '404 page not found\n');
     }
-    if (target !== base && !target.startsWith(base + sep)) return sendText(res, 404, '404 page not found\n');
-    const st = await stat(target);
-    if (st.isDirectory()) {
-      // A directory without its trailing slash is redirected, as FileServer does.
-      if (!url.pathname.endsWith('/')) {
-        res.writeHead(301, { Location: `${url.pathname}/`, 'Content-Length': 0 });
-        return void res.end();
-      }
-      const names = (await readdir(target, { withFileTypes: true })).map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort();
-      const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-      const body = `<pre>\n${names.map((n) => `<a href="${esc(escapePath(n))}">${esc(n)}</a>`).join('\n')}\n</pre>\n`;
-      return sendText(res, 200, body, 'text/html; charset=utf-8');
-    }
-    if (!st.isFile()) return sendText(res, 404, '404 page not found\n');
-    const len = Math.min(st.size, SYSTEM_LOG_MAX_BYTES);
-    const fh = await open(target, 'r');
     try {
+      const st = await fh.stat();
+      if (st.isDirectory()) {
+        // A directory without its trailing slash is redirected, as FileServer does.
+        if (!url.pathname.endsWith('/')) {
+          res.writeHead(301, { Location: `${url.pathname}/`, 'Content-Length': 0 });
+          return void res.end();
+        }
+        const names = (await readdir(fdPath(fh), { withFileTypes: true })).map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort();
+        const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+        const body = `<pre>\n${names.map((n) => `<a href="${esc(escapePath(n))}">${esc(n)}</a>`).join('\n')}\n</pre>\n`;
+        return sendText(res, 200, body, 'text/html; charset=utf-8');
+      }
+      if (!st.isFile()) return sendText(res, 404, '404 page not found\n');
+      const len = Math.min(st.size, SYSTEM_LOG_MAX_BYTES);
       res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': len });
       const buf = Buffer.alloc(Math.min(len, 1 << 20));
-      for (let pos = 0; pos < len;) {
+      let pos = 0;
+      while (pos < len) {
         const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, len - pos), pos);
         if (bytesRead === 0) break;
         pos += bytesRead;
-        if (!res.write(buf.subarray(0, bytesRead))) await new Promise((r) => res.once('drain', r));
+        if (!res.write(buf.subarray(0, bytesRead))) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
       }
-      res.end();
+      // a file that shrank under the read cannot fill its announced length: the connection is cut
+      if (pos < len) res.destroy();
+      else res.end();
     } finally {
       await fh.close();
     }
