@@ -112,3 +112,60 @@ test('native walks refuse bad requests with a TypeError naming the request, neve
   assert.throws(() => du([{ path: '/tmp', split: 1 }]), { name: 'TypeError', message: /requests\[0\]\.split is not 0 or 2/ });
   assert.throws(() => du([7]), { name: 'TypeError', message: /requests\[0\] is not an object/ });
 });
+
+test('a deep tree (more levels than descriptors kept open) is walked whole, natively and in the worker alike', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-fsusage-deep-'));
+  try {
+    const tree = join(dir, 'tree');
+    let p = tree;
+    let expected = 1;
+    // 80 levels, each with a file and a sibling dir with a file: going back up reopens closed levels
+    for (let i = 0; i < 80; i++) {
+      p = join(p, `d${i}`);
+      await mkdir(join(p, 'side'), { recursive: true });
+      await writeFile(join(p, 'f'), 'x');
+      await writeFile(join(p, 'side', 'g'), 'y');
+      expected += 4;
+    }
+    const u = await walk(tree);
+    assert.equal(u!.inodes, expected);
+    if (nativeDu) assert.deepEqual((await nativeDu([{ path: tree }]))[0], { usage: u });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a directory swapped for a symbolic link during the walks is never followed, at any depth', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-fsusage-race-'));
+  const { spawn } = await import('node:child_process');
+  let flipper: import('node:child_process').ChildProcess | undefined;
+  try {
+    const tree = join(dir, 'tree');
+    const outside = join(dir, 'outside');
+    await mkdir(join(tree, 'x', 'y'), { recursive: true });
+    await writeFile(join(tree, 'x', 'y', 'mine'), 'x');
+    await mkdir(join(outside, 'y'), { recursive: true });
+    for (let i = 0; i < 300; i++) await writeFile(join(outside, 'y', `host-${i}`), '');
+    // flips tree/x between the directory and a link to the outside, as a pod racing the walk would
+    const script = `const fs = require('fs'); const [x, real, out] = process.argv.slice(1);
+      for (;;) { try { fs.renameSync(x, real); fs.symlinkSync(out, x); fs.unlinkSync(x); fs.renameSync(real, x); } catch {} }`;
+    flipper = spawn(process.execPath, ['-e', script, join(tree, 'x'), join(tree, 'x.real'), outside], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 100));
+    let most = 0;
+    for (let i = 0; i < 300; i++) {
+      const u = await walk(tree);
+      most = Math.max(most, u?.inodes ?? 0);
+      if (nativeDu) {
+        const [n] = await nativeDu([{ path: tree }]);
+        assert.equal(n!.error, undefined, n!.error);
+        most = Math.max(most, n!.usage?.inodes ?? 0);
+      }
+    }
+    // inside the tree there are at most: tree, x (or its link), x.real, y, mine
+    assert.ok(most <= 6, `a walk counted ${most} inodes: it followed the link out of the tree`);
+  } finally {
+    flipper?.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 50));
+    await rm(dir, { recursive: true, force: true });
+  }
+});
