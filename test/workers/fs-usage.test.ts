@@ -140,33 +140,37 @@ test('a directory swapped for a symbolic link during the walks is never followed
   const { spawn } = await import('node:child_process');
   let flipper: import('node:child_process').ChildProcess | undefined;
   try {
-    const tree = join(dir, 'tree');
+    // what only a walk that followed a link could count: 4 MiB of data blocks
     const outside = join(dir, 'outside');
-    // tree/x holds many empty files beside y: a walk spends a while in x before reaching y
-    await mkdir(join(tree, 'x', 'y'), { recursive: true });
-    await writeFile(join(tree, 'x', 'y', 'mine'), '');
-    for (let i = 0; i < 1000; i++) await writeFile(join(tree, 'x', `f${i}`), '');
-    // what only a walk that followed the link could count: 4 MiB of data blocks
     await mkdir(join(outside, 'y'), { recursive: true });
     await writeFile(join(outside, 'y', 'host-data'), Buffer.alloc(4096 * KiB, 1));
-    // flips tree/x between the directory and a link to the outside, as a pod racing the walk would
-    const script = `const fs = require('fs'); const [x, real, out] = process.argv.slice(1);
-      for (;;) { try { fs.renameSync(x, real); fs.symlinkSync(out, x); fs.unlinkSync(x); fs.renameSync(real, x); } catch {} }`;
-    flipper = spawn(process.execPath, ['-e', script, join(tree, 'x'), join(tree, 'x.real'), outside], { stdio: 'ignore' });
+    // a small tree for the worker's walk; for the quicker native one, tree/x holds many empty
+    // files beside y, so a walk spends a while in x before reaching y
+    const small = join(dir, 'small');
+    const large = join(dir, 'large');
+    for (const t of [small, large]) {
+      await mkdir(join(t, 'x', 'y'), { recursive: true });
+      await writeFile(join(t, 'x', 'y', 'mine'), '');
+    }
+    for (let i = 0; i < 1000; i++) await writeFile(join(large, 'x', `f${i}`), '');
+    // flips <tree>/x between the directory and a link to the outside, as a pod racing the walk would
+    const script = `const fs = require('fs'); const [out, ...trees] = process.argv.slice(1);
+      for (;;) for (const t of trees) { try { fs.renameSync(t + '/x', t + '/x.real'); fs.symlinkSync(out, t + '/x'); fs.unlinkSync(t + '/x'); fs.renameSync(t + '/x.real', t + '/x'); } catch {} }`;
+    flipper = spawn(process.execPath, ['-e', script, outside, small, large], { stdio: 'ignore' });
     await new Promise((r) => setTimeout(r, 100));
     let worker = 0;
     let native = 0;
-    for (let i = 0; i < 100; i++) {
-      const u = await walk(tree);
+    for (let i = 0; i < 300; i++) {
+      const u = await walk(small);
       worker = Math.max(worker, u?.bytes ?? 0);
     }
     for (let i = 0; nativeDu && i < 100; i++) {
-      for (const n of await nativeDu(Array.from({ length: 5 }, () => ({ path: tree })))) {
+      for (const n of await nativeDu(Array.from({ length: 5 }, () => ({ path: large })))) {
         assert.equal(n.error, undefined, n.error);
         native = Math.max(native, n.usage?.bytes ?? 0);
       }
     }
-    // the tree's own figures are a few directories' blocks
+    // the trees' own figures are a few directories' blocks
     assert.ok(worker < 1024 * KiB, `the worker's walk counted ${worker} bytes: it followed the link out of the tree`);
     assert.ok(native < 1024 * KiB, `the native walk counted ${native} bytes: it followed the link out of the tree`);
   } finally {
