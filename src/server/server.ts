@@ -697,8 +697,9 @@ function guardSession(session: ServerHttp2Session, limits: ServerLimits): void {
   session.on('stream', (stream: ServerHttp2Stream) => {
     open++;
     clearTimeout(idle);
-    stream.once('aborted', spend);
     stream.once('close', () => {
+      // a stream reset (a client opening and cancelling streams: rapid reset) costs as a PING does
+      if (stream.rstCode !== undefined && stream.rstCode !== 0) spend();
       open--;
       if (open === 0) arm();
     });

@@ -152,6 +152,46 @@ describe('secure port connections', { timeout: 60_000 }, () => {
     assert.equal(closed, true, 'the idle session is still open');
   });
 
+  /** Raw HTTP/2 over TLS: sends the preface, a SETTINGS frame and `frames`; the GOAWAY code received, if any. */
+  async function rawH2(port: number, frames: (frame: (type: number, flags: number, stream: number, payload: Buffer) => Buffer) => Buffer[]): Promise<number | undefined> {
+    const s = await new Promise<TLSSocket>((resolve, reject) => {
+      const c = tlsConnect({ host: '127.0.0.1', port, ca: ca.cert, ALPNProtocols: ['h2'], checkServerIdentity: () => undefined, ...clientCert });
+      open.push(c);
+      c.once('secureConnect', () => resolve(c));
+      c.once('error', reject);
+    });
+    const frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer => {
+      const h = Buffer.alloc(9);
+      h.writeUIntBE(payload.length, 0, 3);
+      h[3] = type;
+      h[4] = flags;
+      h.writeUInt32BE(stream, 5);
+      return Buffer.concat([h, payload]);
+    };
+    let got = Buffer.alloc(0);
+    s.on('data', (d: Buffer) => { got = Buffer.concat([got, d]); });
+    s.on('error', () => undefined);
+    s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames(frame)]));
+    await closedWithin(s, 10_000);
+    let code: number | undefined;
+    for (let i = 0; i + 9 <= got.length;) {
+      const len = got.readUIntBE(i, 3);
+      if (got[i + 3] === 7 && i + 9 + 8 <= got.length) code ??= got.readUInt32BE(i + 9 + 4);
+      i += 9 + len;
+    }
+    return code;
+  }
+
+  it('a flood of streams the client resets at once (rapid reset) ends the session with GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const port = await start({ http2ControlFrameBurst: 50, http2ControlFramesPerSecond: 1 });
+    // HEADERS (END_STREAM | END_HEADERS) of GET https://k/ok (static table, literals without indexing), then RST_STREAM CANCEL
+    const block = Buffer.from([0x82, 0x87, 0x04, 0x03, ...Buffer.from('/ok'), 0x01, 0x01, ...Buffer.from('k')]);
+    const cancel = Buffer.alloc(4);
+    cancel.writeUInt32BE(8);
+    const code = await rawH2(port, (frame) => Array.from({ length: 90 }, (_, i) => [frame(1, 0x5, 2 * i + 1, block), frame(3, 0, 2 * i + 1, cancel)]).flat());
+    assert.equal(code, 0xb, 'no GOAWAY ENHANCE_YOUR_CALM');
+  });
+
   it('a PING flood ends the session with GOAWAY ENHANCE_YOUR_CALM', async () => {
     const port = await start({ http2ControlFrameBurst: 50, http2ControlFramesPerSecond: 1 });
     const s = await new Promise<TLSSocket>((resolve, reject) => {
