@@ -258,6 +258,21 @@ export const MAX_PROFILE_SECONDS = 60;
 /** Bytes between two sampled allocations (Go's default MemProfileRate: 512 KiB). */
 export const HEAP_SAMPLING_INTERVAL = 512 * 1024;
 
+/** The process's one sampling heap profiler (V8 runs one per isolate), started on first use. */
+let sampler: Promise<Session> | undefined;
+function heapSampler(post: <T>(s: Session, method: string, params?: object) => Promise<T>): Promise<Session> {
+  if (!sampler) {
+    const heap = new Session();
+    heap.connect();
+    sampler = post(heap, 'HeapProfiler.enable')
+      .then(() => post(heap, 'HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_INTERVAL }))
+      .then(() => heap);
+    // a failed start is tried again by the next server that asks
+    sampler.catch(() => { sampler = undefined; heap.disconnect(); });
+  }
+  return sampler;
+}
+
 /**
  * Profiling through Node's inspector (upstream serves Go's pprof here): /debug/pprof/profile
  * records a CPU profile for ?seconds=N (default 30, at most MAX_PROFILE_SECONDS) as a
@@ -309,12 +324,10 @@ export function profilingHandlers(clock: Clock): Map<string, Handler> {
   }));
   // Sampling runs from here on, as Go's runtime samples allocations all along (MemProfileRate):
   // a heap profile shows what was allocated and is still live since profiling was enabled.
-  const heap = new Session();
-  heap.connect();
-  const sampling = post(heap, 'HeapProfiler.enable').then(() => post(heap, 'HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_INTERVAL }));
+  const sampling = heapSampler(post);
   sampling.catch(() => undefined);
   routes.set('/debug/pprof/heap', withMethods(['GET'], async (_req, res) => {
-    await sampling;
+    const heap = await sampling;
     const { profile } = await post<{ profile: SamplingHeapProfile }>(heap, 'HeapProfiler.getSamplingProfile');
     const body = heapProfileBody(profile, { timeNanos: BigInt(clock.now()) * 1_000_000n, periodBytes: HEAP_SAMPLING_INTERVAL });
     res.writeHead(200, {

@@ -150,6 +150,17 @@ describe('/debug/pprof/heap', { timeout: 60_000 }, () => {
     assert.ok(p.samples.every((x) => x.values[0]! > 0n && x.values[1]! > 0n));
   });
 
+  it('a second server with profiling (one sampling profiler per process) serves the profile too', async () => {
+    const second = await startServers({ routes: profilingHandlers(new FakeClock()) });
+    try {
+      const r = await fetchBinary(second.readOnlyPort, '/debug/pprof/heap');
+      assert.equal(r.status, 200);
+      assert.deepEqual(parseProfile(gunzipSync(r.body)).sampleTypes, [['inuse_objects', 'count'], ['inuse_space', 'bytes']]);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('encodes a profile tree: stacks run from the allocating frame to the root, leaf first', () => {
     const frame = (functionName: string, lineNumber: number) => ({ functionName, url: 'file:///app.js', lineNumber, columnNumber: 0 });
     const raw = encodeHeapProfile({
