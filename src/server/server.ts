@@ -448,9 +448,20 @@ export class KubeletServer {
         case 'options-asterisk':
           res.writeHead(200, { 'Content-Length': 0 });
           return void res.end();
-        case 'redirect':
-          res.writeHead(301, { Location: target.location, 'Content-Length': 0 });
-          return void res.end();
+        case 'redirect': {
+          const redirect = (): void => {
+            res.writeHead(301, { Location: target.location, 'Content-Length': 0 });
+            res.end();
+          };
+          if (!gate) return redirect();
+          // the mux's cleaning redirect is behind the filter chain too: authorized on the path as
+          // asked (upstream's attributes read the request's path before any cleaning)
+          const asked = (req.url ?? '').split('?')[0]!;
+          let decoded = asked;
+          try { decoded = decodeURIComponent(asked); } catch { /* kept as sent */ }
+          gate.admit(req, decoded).then((refusal) => (refusal ? refuse(refusal) : redirect())).catch(failed);
+          return;
+        }
         case 'path':
           break;
       }

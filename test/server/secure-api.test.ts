@@ -192,9 +192,9 @@ describe('the secure port: TLS, webhook authn/authz, every path', { timeout: 120
     assert.equal(api.reviews.accessReviews.length, 0);
   });
 
-  it('an unknown path is authenticated before it is a 404: 401 without credentials, 404 only once admitted', async () => {
+  it('an unknown path, or one to clean, is authenticated before its 404 or redirect: 401 without credentials', async () => {
     fresh();
-    for (const path of ['/no-such-path', '/etc/passwd', '/debug/unknown']) {
+    for (const path of ['/no-such-path', '/etc/passwd', '/debug/unknown', '/stats/../../x', '/logs/%2e%2e/etc/passwd']) {
       const r = await kubeletRequest(port, 'GET', path);
       assert.equal(r.status, 401, path);
       assert.equal(r.body, 'Unauthorized', path);
