@@ -192,6 +192,14 @@ describe('secure port connections', { timeout: 60_000 }, () => {
     assert.equal(code, 0xb, 'no GOAWAY ENHANCE_YOUR_CALM');
   });
 
+  it('a SETTINGS flood ends the session with GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const port = await start({ http2ControlFrameBurst: 50, http2ControlFramesPerSecond: 1 });
+    // SETTINGS_INITIAL_WINDOW_SIZE, set again and again
+    const setting = Buffer.from([0x00, 0x04, 0x00, 0x01, 0x00, 0x00]);
+    const code = await rawH2(port, (frame) => Array.from({ length: 300 }, () => frame(4, 0, 0, setting)));
+    assert.equal(code, 0xb, 'no GOAWAY ENHANCE_YOUR_CALM');
+  });
+
   it('a PING flood ends the session with GOAWAY ENHANCE_YOUR_CALM', async () => {
     const port = await start({ http2ControlFrameBurst: 50, http2ControlFramesPerSecond: 1 });
     const s = await new Promise<TLSSocket>((resolve, reject) => {
