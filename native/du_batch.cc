@@ -80,7 +80,110 @@ bool ListDir(const std::string& dir, std::vector<std::pair<std::string, unsigned
   return *err == 0;
 }
 
-/** du + find of one tree. Returns false when the root does not exist; throws WalkError on failure. */
+/** Names in the directory open as `fd` (without . and ..); the descriptor stays open. */
+bool ListDirFd(int fd, std::vector<std::string>* out, int* err) {
+  int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) {
+    *err = errno;
+    return false;
+  }
+  ::lseek(d, 0, SEEK_SET);
+  DIR* dir = ::fdopendir(d);
+  if (!dir) {
+    *err = errno;
+    ::close(d);
+    return false;
+  }
+  errno = 0;
+  while (struct dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
+    out->emplace_back(e->d_name);
+  }
+  *err = errno;
+  ::closedir(dir);
+  return *err == 0;
+}
+
+/**
+ * One directory of a walk: its names still to visit, and its descriptor while open. Descriptors
+ * beyond kMaxOpenDirs are closed and reopened from the parent's when needed (openat with
+ * O_NOFOLLOW, checked against the device and inode first seen), so a deep tree cannot exhaust
+ * them and no directory is ever reached through a path string resolved again.
+ */
+struct Frame {
+  int fd = -1;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string name;
+  std::string path;
+  std::vector<std::string> names;
+  size_t next = 0;
+};
+
+constexpr size_t kMaxOpenDirs = 32;
+
+class FrameStack {
+ public:
+  ~FrameStack() {
+    for (auto& f : frames_) Close(&f);
+  }
+  std::vector<Frame>& frames() { return frames_; }
+
+  /** Frame i's descriptor, reopened from its parent's if it was closed; -1 when it changed or went. */
+  int Fd(size_t i) {
+    Frame& f = frames_[i];
+    if (f.fd >= 0) return f.fd;
+    if (i == 0) return -1;
+    int parent = Fd(i - 1);
+    if (parent < 0) return -1;
+    int fd = ::openat(parent, f.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_dev != f.dev || st.st_ino != f.ino) {
+      ::close(fd);
+      return -1;
+    }
+    Opened(i, fd);
+    return fd;
+  }
+
+  void Push(Frame f) {
+    const int fd = f.fd;
+    f.fd = -1;
+    frames_.push_back(std::move(f));
+    Opened(frames_.size() - 1, fd);
+  }
+
+  void Pop() {
+    Close(&frames_.back());
+    frames_.pop_back();
+  }
+
+ private:
+  void Opened(size_t i, int fd) {
+    frames_[i].fd = fd;
+    open_++;
+    // the root's and frame i's stay; the others nearest the root close first
+    for (size_t k = 1; open_ > kMaxOpenDirs && k < frames_.size(); k++) {
+      if (k != i) Close(&frames_[k]);
+    }
+  }
+  void Close(Frame* f) {
+    if (f->fd < 0) return;
+    ::close(f->fd);
+    f->fd = -1;
+    open_--;
+  }
+  std::vector<Frame> frames_;
+  size_t open_ = 0;
+};
+
+/**
+ * du + find of one tree. Returns false when the root does not exist; throws WalkError on failure.
+ * Every directory below the root is opened from its parent's descriptor with O_NOFOLLOW and each
+ * entry is lstat'ed relative to its directory (fstatat AT_SYMLINK_NOFOLLOW): a directory swapped
+ * for a symbolic link during the walk is not followed, at any depth.
+ */
 bool Walk(const std::string& root, Usage* u) {
   struct stat st;
   if (::lstat(root.c_str(), &st) != 0) {
@@ -98,29 +201,77 @@ bool Walk(const std::string& root, Usage* u) {
   };
   count(st);
   if (!S_ISDIR(st.st_mode)) return true;
-  std::vector<std::string> dirs{root};
-  std::vector<std::pair<std::string, unsigned char>> names;
-  while (!dirs.empty()) {
-    std::string dir = std::move(dirs.back());
-    dirs.pop_back();
-    names.clear();
+  int rfd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rfd < 0) {
+    if (Gone(errno) || errno == ELOOP) return true;
+    throw WalkError{errno, "open", root};
+  }
+  struct stat rst;
+  if (::fstat(rfd, &rst) != 0 || rst.st_dev != st.st_dev || rst.st_ino != st.st_ino) {
+    // replaced between the lstat and the open: what was counted stands
+    ::close(rfd);
+    return true;
+  }
+  FrameStack stack;
+  {
+    Frame f;
+    f.fd = rfd;
+    f.dev = st.st_dev;
+    f.ino = st.st_ino;
+    f.path = root;
     int err = 0;
-    if (!ListDir(dir, &names, &err)) {
+    if (!ListDirFd(rfd, &f.names, &err) && !Gone(err)) {
+      ::close(rfd);
+      throw WalkError{err, "opendir", root};
+    }
+    stack.Push(std::move(f));
+  }
+  auto& frames = stack.frames();
+  while (!frames.empty()) {
+    const size_t top = frames.size() - 1;
+    if (frames[top].next >= frames[top].names.size()) {
+      stack.Pop();
+      continue;
+    }
+    const std::string name = frames[top].names[frames[top].next++];
+    const int dirfd = stack.Fd(top);
+    if (dirfd < 0) {
+      // the directory was replaced or removed under the walk: the rest of it is not this tree's
+      frames[top].next = frames[top].names.size();
+      continue;
+    }
+    struct stat s;
+    if (::fstatat(dirfd, name.c_str(), &s, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (Gone(errno)) continue;
+      throw WalkError{errno, "lstat", frames[top].path + "/" + name};
+    }
+    // -x: another filesystem mounted below is not this tree's usage
+    if (s.st_dev != dev) continue;
+    count(s);
+    if (!S_ISDIR(s.st_mode)) continue;
+    int cfd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cfd < 0) {
+      if (Gone(errno) || errno == ELOOP) continue;
+      throw WalkError{errno, "opendir", frames[top].path + "/" + name};
+    }
+    struct stat cst;
+    if (::fstat(cfd, &cst) != 0 || cst.st_dev != s.st_dev || cst.st_ino != s.st_ino) {
+      ::close(cfd);
+      continue;
+    }
+    Frame f;
+    f.fd = cfd;
+    f.dev = s.st_dev;
+    f.ino = s.st_ino;
+    f.name = name;
+    f.path = frames[top].path + "/" + name;
+    int err = 0;
+    if (!ListDirFd(cfd, &f.names, &err)) {
+      ::close(cfd);
       if (Gone(err)) continue;
-      throw WalkError{err, "opendir", dir};
+      throw WalkError{err, "opendir", f.path};
     }
-    for (const auto& n : names) {
-      std::string p = dir + "/" + n.first;
-      struct stat s;
-      if (::lstat(p.c_str(), &s) != 0) {
-        if (Gone(errno)) continue;
-        throw WalkError{errno, "lstat", p};
-      }
-      // -x: another filesystem mounted below is not this tree's usage
-      if (s.st_dev != dev) continue;
-      count(s);
-      if (S_ISDIR(s.st_mode)) dirs.push_back(std::move(p));
-    }
+    stack.Push(std::move(f));
   }
   return true;
 }

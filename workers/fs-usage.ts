@@ -1,9 +1,11 @@
 // Filesystem accounting (upstream: the kubelet's du and find walks of volumes, logs and
 // writable layers), as a Piscina task module: bytes as `du -x -s -B1` counts them (allocated
 // blocks), inodes as `find -xdev | wc -l`; symlinks are counted, never followed, a hard link
-// once; the walk stays on the device of the path it starts from.
+// once; the walk stays on the device of the path it starts from, and reaches each directory from
+// its parent's descriptor (O_NOFOLLOW), so a directory swapped for a link mid-walk is not followed.
 
-import { lstat, opendir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface UsageRequest {
@@ -27,12 +29,32 @@ export interface UsageAnswer {
   error?: string;
 }
 
-/** Directories read at once within one walk. */
-const WALK_CONCURRENCY = 8;
+/** Directory descriptors one walk keeps open; deeper ones are reopened from their parent's. */
+const MAX_OPEN_DIRS = 32;
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
 const gone = (err: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '');
+const refused = (err: unknown): boolean => gone(err) || (err as NodeJS.ErrnoException).code === 'ELOOP';
 
-/** du + find of one tree; undefined when the root is gone. */
+/** `name` in the directory open as `fh`, resolved as openat/fstatat resolve it (no path string re-resolved). */
+const at = (fh: FileHandle, name: string): string => `/proc/self/fd/${fh.fd}/${name}`;
+
+interface Frame {
+  fh?: FileHandle;
+  dev: bigint;
+  ino: bigint;
+  name: string;
+  names: string[];
+  next: number;
+}
+
+/**
+ * du + find of one tree; undefined when the root is gone. Each directory below the root is opened
+ * from its parent's descriptor with O_NOFOLLOW and each entry lstat'ed within it, so a directory
+ * swapped for a symbolic link during the walk is never followed, at any depth.
+ */
 export async function walk(root: string): Promise<Usage | undefined> {
   let st;
   try {
@@ -59,21 +81,89 @@ export async function walk(root: string): Promise<Usage | undefined> {
     inodes++;
   };
   count(st);
-  if (!st.isDirectory()) return { bytes, inodes, mount: parentDev !== undefined && parentDev !== dev };
-  const dirs: string[] = [root];
-  const readDir = async (dir: string): Promise<void> => {
-    let d;
+  const result = (): Usage => ({ bytes, inodes, mount: parentDev !== undefined && parentDev !== dev });
+  if (!st.isDirectory()) return result();
+
+  const frames: Frame[] = [];
+  let openCount = 0;
+  const opened = async (i: number, fh: FileHandle): Promise<void> => {
+    frames[i]!.fh = fh;
+    openCount++;
+    for (let k = 1; openCount > MAX_OPEN_DIRS && k < frames.length; k++) {
+      if (k !== i && frames[k]!.fh) await closeFrame(frames[k]!);
+    }
+  };
+  const closeFrame = async (f: Frame): Promise<void> => {
+    const fh = f.fh;
+    if (!fh) return;
+    f.fh = undefined;
+    openCount--;
+    await fh.close().catch(() => undefined);
+  };
+  /** Frame i's directory, reopened from its parent's if closed; undefined when it changed or went. */
+  const dirOf = async (i: number): Promise<FileHandle | undefined> => {
+    const f = frames[i]!;
+    if (f.fh) return f.fh;
+    if (i === 0) return undefined;
+    const parent = await dirOf(i - 1);
+    if (!parent) return undefined;
+    const fh = await open(at(parent, f.name), DIR_FLAGS).catch(() => undefined);
+    if (!fh) return undefined;
+    const s = await fh.stat({ bigint: true }).catch(() => undefined);
+    if (!s || s.dev !== f.dev || s.ino !== f.ino) {
+      await fh.close().catch(() => undefined);
+      return undefined;
+    }
+    await opened(i, fh);
+    return fh;
+  };
+  /** Pushes the directory open as `fh` (already checked to be what was lstat'ed). */
+  const push = async (fh: FileHandle, name: string, s: { dev: bigint; ino: bigint }): Promise<void> => {
+    let names: string[];
     try {
-      d = await opendir(dir);
+      names = await readdir(`/proc/self/fd/${fh.fd}`);
     } catch (err) {
+      await fh.close().catch(() => undefined);
       if (gone(err)) return;
       throw err;
     }
-    for await (const e of d) {
-      const p = join(dir, e.name);
+    frames.push({ dev: s.dev, ino: s.ino, name, names, next: 0 });
+    await opened(frames.length - 1, fh);
+  };
+
+  try {
+    let rootFh: FileHandle;
+    try {
+      rootFh = await open(root, DIR_FLAGS);
+    } catch (err) {
+      if (refused(err)) return result();
+      throw err;
+    }
+    const rs = await rootFh.stat({ bigint: true });
+    if (rs.dev !== st.dev || rs.ino !== st.ino) {
+      // replaced between the lstat and the open: what was counted stands
+      await rootFh.close();
+      return result();
+    }
+    await push(rootFh, '', rs);
+    while (frames.length > 0) {
+      const top = frames.length - 1;
+      const f = frames[top]!;
+      if (f.next >= f.names.length) {
+        await closeFrame(f);
+        frames.pop();
+        continue;
+      }
+      const name = f.names[f.next++]!;
+      const dir = await dirOf(top);
+      if (!dir) {
+        // replaced or removed under the walk: the rest of it is not this tree's
+        f.next = f.names.length;
+        continue;
+      }
       let s;
       try {
-        s = await lstat(p, { bigint: true });
+        s = await lstat(at(dir, name), { bigint: true });
       } catch (err) {
         if (gone(err)) continue;
         throw err;
@@ -81,25 +171,25 @@ export async function walk(root: string): Promise<Usage | undefined> {
       // -x: another filesystem mounted below is not this tree's usage
       if (s.dev !== dev) continue;
       count(s);
-      if (s.isDirectory()) dirs.push(p);
-    }
-  };
-  // A work list of directories, at most WALK_CONCURRENCY read at once.
-  await new Promise<void>((resolve, reject) => {
-    let active = 0;
-    const next = (): void => {
-      while (active < WALK_CONCURRENCY && dirs.length) {
-        active++;
-        readDir(dirs.pop()!).then(() => {
-          active--;
-          if (active === 0 && dirs.length === 0) resolve();
-          else next();
-        }, reject);
+      if (!s.isDirectory()) continue;
+      let child: FileHandle;
+      try {
+        child = await open(at(dir, name), DIR_FLAGS);
+      } catch (err) {
+        if (refused(err)) continue;
+        throw err;
       }
-    };
-    next();
-  });
-  return { bytes, inodes, mount: parentDev !== undefined && parentDev !== dev };
+      const cs = await child.stat({ bigint: true });
+      if (cs.dev !== s.dev || cs.ino !== s.ino) {
+        await child.close();
+        continue;
+      }
+      await push(child, name, cs);
+    }
+  } finally {
+    for (const f of frames) await closeFrame(f);
+  }
+  return result();
 }
 
 async function measure(r: UsageRequest): Promise<UsageAnswer> {

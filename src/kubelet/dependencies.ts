@@ -2,9 +2,8 @@
 // image service, clock, logger, cgroup manager, OOM watcher, PLEG and pod sources. The command
 // builds the real ones (buildDependencies); tests pass doubles.
 
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { CriClient } from '../runtime/cri-client.js';
@@ -31,6 +30,7 @@ import type { Logger } from '../util/log.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import type { MachineInfo, NodeImage } from '../nodestatus/setters.js';
 import type { SubIDFiles } from './userns/subids.js';
+import { setupDataDirs } from './pod-sync.js';
 
 /** The CRI calls the kubelet itself makes: the runtime's status, and close at shutdown. */
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
@@ -115,7 +115,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const memoryCapacityBytes = await readMemoryCapacity();
   const mounts = await discoverCgroupMounts();
   const cgroups = podCgroupManager(config, mounts, log);
-  await mkdir(join(flags.rootDir, 'pods'), { recursive: true });
+  await setupDataDirs(flags.rootDir);
   const metrics = new Registry();
   const images = new ImageManager({
     cri,

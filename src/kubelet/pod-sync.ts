@@ -21,6 +21,14 @@ import { crossCheckTerminatedReason } from '../oom/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { podDir } from '../util/safe-path.js';
+
+/** The mode of the kubelet's root dir, its pods dir and each pod's data dirs (upstream: 0750). */
+export const POD_DIR_MODE = 0o750;
+
+/** upstream setupDataDirs: the root dir and its pods dir, 0750 where they are made. */
+export async function setupDataDirs(rootDir: string): Promise<void> {
+  await mkdir(join(rootDir, 'pods'), { recursive: true, mode: POD_DIR_MODE });
+}
 import type { KubeletOomWatcher, PodCgroups } from './dependencies.js';
 import { PodStillRunningError, PodSyncError } from './errors.js';
 import { activeDeadlineLeftMs, DeadlineExceededMessage, DeadlineExceededReason } from './admission.js';
@@ -133,8 +141,9 @@ export class PodSyncer {
 
     const dir = podDir(this.opts.rootDir, uid);
     if (!this.podDirsMade.has(uid)) {
-      await mkdir(join(dir, 'containers'), { recursive: true });
-      await mkdir(join(dir, 'volumes'), { recursive: true });
+      // 0750 as upstream's makePodDataDirs: a pod's data is no other user's to read
+      await mkdir(join(dir, 'containers'), { recursive: true, mode: POD_DIR_MODE });
+      await mkdir(join(dir, 'volumes'), { recursive: true, mode: POD_DIR_MODE });
       this.podDirsMade.set(uid, true);
     }
     const extras = await this.podSyncExtras(pod, rs, dir);

@@ -71,22 +71,47 @@ export interface LogLine {
   content: Buffer;
 }
 
+/**
+ * The most bytes of one line kept: a record (a line of the file) or a line joined from partial
+ * records is cut there, the rest of it dropped. The runtime splits what a container writes into
+ * records of at most 16 KiB (containerd's max_container_log_line_size default; upstream's reader
+ * writes partial records out as they come and joins nothing); lines are joined here, so this cap is
+ * what bounds the memory a log file can make the reader hold.
+ */
+export const MAX_LINE_BYTES = 1 << 20;
+
+/** Room for a record's timestamp, stream and tag before its content, beside MAX_LINE_BYTES. */
+const RECORD_HEAD_ROOM = 256;
+
 /** Joins partial records into lines, per stream (stdout's P continues in stdout's next record). */
 export class LineAssembler {
-  readonly #pending = new Map<LogStream, { first: CriLogRecord; parts: Buffer[] }>();
+  readonly #pending = new Map<LogStream, { first: CriLogRecord; parts: Buffer[]; len: number }>();
+
+  /** A joined line longer than `maxLineBytes` keeps its first `maxLineBytes` bytes (and its newline). */
+  constructor(private readonly maxLineBytes = MAX_LINE_BYTES) {}
+
+  #append(p: { parts: Buffer[]; len: number }, content: Buffer): void {
+    const room = this.maxLineBytes - p.len;
+    if (room <= 0) return;
+    // a copy: the record may be a view of a large read buffer
+    const kept = Buffer.from(content.length > room ? content.subarray(0, room) : content);
+    p.parts.push(kept);
+    p.len += kept.length;
+  }
 
   /** The line a record completes, if any. */
   push(rec: CriLogRecord): LogLine | undefined {
-    const p = this.#pending.get(rec.stream);
+    let p = this.#pending.get(rec.stream);
     if (rec.partial) {
-      if (p) p.parts.push(rec.content);
-      else this.#pending.set(rec.stream, { first: rec, parts: [rec.content] });
+      if (!p) this.#pending.set(rec.stream, (p = { first: rec, parts: [], len: 0 }));
+      this.#append(p, rec.content);
       return undefined;
     }
     this.#pending.delete(rec.stream);
     const first = p?.first ?? rec;
-    const parts = p ? [...p.parts, rec.content, NEWLINE] : [rec.content, NEWLINE];
-    return { timestamp: first.timestamp, timeMs: first.timeMs, stream: rec.stream, content: Buffer.concat(parts) };
+    const line = p ?? { parts: [], len: 0 };
+    this.#append(line, rec.content);
+    return { timestamp: first.timestamp, timeMs: first.timeMs, stream: rec.stream, content: Buffer.concat([...line.parts, NEWLINE]) };
   }
 
   /** Lines still open (partial records with no F yet), oldest first; they stay open. */
@@ -110,4 +135,62 @@ export function splitLines(buf: Buffer): { lines: Buffer[]; rest: Buffer } {
     start = nl + 1;
   }
   return { lines, rest: buf.subarray(start) };
+}
+
+/**
+ * Splits a stream of bytes into lines as it arrives, holding at most `maxLineBytes` of an
+ * unfinished line: a longer line is cut there and the rest of it, up to its newline, dropped.
+ * Each line comes with the offset of its first byte in the stream.
+ */
+export class LineSplitter {
+  #parts: Buffer[] = [];
+  #len = 0;
+  #start: number;
+  #pos: number;
+
+  constructor(startOffset = 0, private readonly maxLineBytes = MAX_LINE_BYTES + RECORD_HEAD_ROOM) {
+    this.#start = startOffset;
+    this.#pos = startOffset;
+  }
+
+  /** The lines the chunk completes, in order. */
+  push(chunk: Buffer): { line: Buffer; start: number }[] {
+    const out: { line: Buffer; start: number }[] = [];
+    let from = 0;
+    for (;;) {
+      const nl = chunk.indexOf(0x0a, from);
+      if (nl < 0) break;
+      this.#keep(chunk.subarray(from, nl), false);
+      out.push({ line: this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts, this.#len), start: this.#start });
+      this.#parts = [];
+      this.#len = 0;
+      from = nl + 1;
+      this.#start = this.#pos + from;
+    }
+    this.#keep(chunk.subarray(from), true);
+    this.#pos += chunk.length;
+    return out;
+  }
+
+  #keep(b: Buffer, copy: boolean): void {
+    const room = this.maxLineBytes - this.#len;
+    if (room <= 0 || b.length === 0) return;
+    const part = b.length > room ? b.subarray(0, room) : b;
+    // what stays past this call is copied: the caller may reuse its buffer
+    this.#parts.push(copy ? Buffer.from(part) : part);
+    this.#len += part.length;
+  }
+
+  /** The unfinished line (at most maxLineBytes of it). */
+  rest(): Buffer {
+    return Buffer.concat(this.#parts, this.#len);
+  }
+
+  /** Drops the unfinished line; the next bytes start a new one at `offset`. */
+  reset(offset: number): void {
+    this.#parts = [];
+    this.#len = 0;
+    this.#start = offset;
+    this.#pos = offset;
+  }
 }

@@ -3,17 +3,19 @@
 // records joined into lines, tailLines, since, timestamps and limitBytes applied; with follow,
 // the live file is tailed through rotations (a recreated file is reopened) until the container
 // is no longer running and the file has stopped growing.
+//
+// Memory is bounded whatever the files hold: they are read in chunks, a line (a record, or a line
+// joined from partial records) is cut at MAX_LINE_BYTES, and tailLines is found from the end: plain
+// files are read backwards in chunks, counting complete lines, until the start of the last N is
+// known; a compressed rotation is counted in one streaming pass. Nothing reads a whole file.
 import { watch, type FSWatcher } from 'node:fs';
-import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
-import { gunzip } from 'node:zlib';
-import { promisify } from 'node:util';
+import { open, stat, type FileHandle } from 'node:fs/promises';
+import { createGunzip } from 'node:zlib';
 import type { Clock } from '../util/clock.js';
-import { LineAssembler, formatTimestamp, parseCriRecord, splitLines, type CriLogRecord, type LogLine } from './cri-format.js';
+import { LineAssembler, LineSplitter, MAX_LINE_BYTES, formatTimestamp, parseCriRecord, type LogLine } from './cri-format.js';
 import { LogReadError } from './errors.js';
 import { rotatedLogs, type LogFile } from './files.js';
 import { sinceBound, type ContainerLogOptions } from './options.js';
-
-const gunzipAsync = promisify(gunzip);
 
 /** upstream logForceCheckPeriod: a followed file is re-read at least this often. */
 export const LOG_FORCE_CHECK_PERIOD_MS = 1_000;
@@ -53,44 +55,241 @@ class LineWriter {
   }
 }
 
-function records(lines: Buffer[]): CriLogRecord[] {
-  const out: CriLogRecord[] = [];
-  for (const l of lines) {
-    const r = parseCriRecord(l);
-    if (r) out.push(r);
-  }
-  return out;
-}
-
 /**
- * A rotation's contents. The rotator may compress it (rename to .gz) or drop it as too old between
- * the listing and this read: the compressed copy is read instead, and a dropped one reads as empty.
+ * A rotation's contents, whole. The rotator may compress it (rename to .gz) or drop it as too old
+ * between the listing and this read: the compressed copy is read instead, and a dropped one reads
+ * as empty. (The reader itself streams rotations through rotationChunks; this is for small files.)
  */
 export async function readRotation(f: LogFile): Promise<Buffer> {
-  const read = async (path: string, gz: boolean): Promise<Buffer | undefined> => {
+  const parts: Buffer[] = [];
+  for await (const c of rotationChunks(f, 0)) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+/** A rotation's bytes from `from` (decompressed), in chunks; the .gz copy or nothing as readRotation. */
+async function* rotationChunks(f: LogFile, from: number): AsyncGenerator<Buffer> {
+  const chunks = async function* (path: string, gz: boolean): AsyncGenerator<Buffer> {
+    const fh = await open(path, 'r');
+    const src = fh.createReadStream({ highWaterMark: READ_CHUNK });
+    let stream: AsyncIterable<Buffer> = src;
+    if (gz) {
+      const gunzip = createGunzip({ chunkSize: READ_CHUNK });
+      src.on('error', (err) => gunzip.destroy(err));
+      stream = src.pipe(gunzip);
+    }
+    let skip = from;
     try {
-      const data = await readFile(path);
-      return gz ? await gunzipAsync(data) : data;
+      for await (const c of stream) {
+        if (skip >= c.length) { skip -= c.length; continue; }
+        yield skip > 0 ? c.subarray(skip) : c;
+        skip = 0;
+      }
+    } finally {
+      src.destroy();
+    }
+  };
+  const attempt = async function* (path: string, gz: boolean): AsyncGenerator<Buffer, boolean> {
+    try {
+      yield* chunks(path, gz);
+      return true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (errno(err) === 'ENOENT') return false;
       throw new LogReadError(path, (err as Error).message, err);
     }
   };
-  return (await read(f.path, f.compressed)) ?? (f.compressed ? undefined : await read(`${f.path}.gz`, true)) ?? Buffer.alloc(0);
+  if (yield* attempt(f.path, f.compressed)) return;
+  if (!f.compressed) yield* attempt(`${f.path}.gz`, true);
 }
 
-/** Records of the rotations needed for `tail` lines, oldest first, given the live file's records. */
-async function tailRecords(rotations: LogFile[], live: CriLogRecord[], tail: number): Promise<CriLogRecord[]> {
-  const fulls = (rs: CriLogRecord[]): number => rs.reduce((n, r) => n + (r.partial ? 0 : 1), 0);
-  let have = fulls(live);
-  const chunks: CriLogRecord[][] = [live];
-  // one line more than asked, so the first kept line's partial records are in too
-  for (let i = rotations.length - 1; i >= 0 && have <= tail; i--) {
-    const rs = records(splitLines(await readRotation(rotations[i]!)).lines);
-    chunks.unshift(rs);
-    have += fulls(rs);
+/** Where the lines kept begin: lines completed before it are read (for their partial records) and dropped. */
+interface Cutoff {
+  file: number;
+  /** In a plain file: lines whose completing record starts before this offset are dropped. */
+  offset?: number;
+  /** In a compressed one: lines completed by its first `ordinal` full records are dropped. */
+  ordinal?: number;
+}
+
+/** Bytes of a record's start parsed when scanning backwards (timestamp, stream and tag fit). */
+const HEADER_BYTES = 128;
+
+/**
+ * The complete lines of fh's first `end` bytes, last first, each with its start and (up to
+ * HEADER_BYTES of) its head, read backwards in chunks; nothing below `bound.floor` is read (a
+ * line reaching below it ends the scan).
+ */
+async function* linesBackward(fh: FileHandle, path: string, end: number, bound = { floor: 0 }): AsyncGenerator<{ start: number; end: number; head: Buffer }> {
+  const read = async (pos: number, len: number): Promise<Buffer> => {
+    const buf = Buffer.allocUnsafe(len);
+    let got = 0;
+    try {
+      while (got < len) {
+        const { bytesRead } = await fh.read(buf, got, len - got, pos + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+    } catch (err) {
+      throw new LogReadError(path, (err as Error).message, err);
+    }
+    return buf.subarray(0, got);
+  };
+  let cEnd = end;
+  let cStart = end;
+  let chunk: Buffer = Buffer.alloc(0);
+  let lineEnd = end;
+  // the newline ending the current line is at lineEnd - 1; its start follows the newline before
+  let searchBelow = lineEnd - 1;
+  while (lineEnd > 0) {
+    let nl = -1;
+    while (nl < 0) {
+      if (searchBelow > cStart) {
+        const i = chunk.lastIndexOf(0x0a, searchBelow - cStart - 1);
+        if (i >= 0) { nl = cStart + i; break; }
+      }
+      if (cStart === 0) break;
+      if (cStart <= bound.floor) return;
+      cEnd = cStart;
+      cStart = Math.max(0, cStart - READ_CHUNK);
+      chunk = await read(cStart, cEnd - cStart);
+      if (chunk.length !== cEnd - cStart) return; // the file shrank under us: stop here
+    }
+    const start = nl + 1;
+    const headEnd = Math.min(lineEnd - 1, start + HEADER_BYTES);
+    const head = headEnd <= cEnd && start >= cStart ? chunk.subarray(start - cStart, headEnd - cStart) : await read(start, headEnd - start);
+    yield { start, end: lineEnd, head };
+    lineEnd = start;
+    searchBelow = nl;
   }
-  return chunks.flat();
+}
+
+/** Offset just past fh's last newline within its first `size` bytes (0 without one). */
+async function completeEnd(fh: FileHandle, path: string, size: number): Promise<number> {
+  const buf = Buffer.allocUnsafe(READ_CHUNK);
+  for (let end = size; end > 0;) {
+    const start = Math.max(0, end - READ_CHUNK);
+    let n: number;
+    try {
+      ({ bytesRead: n } = await fh.read(buf, 0, end - start, start));
+    } catch (err) {
+      throw new LogReadError(path, (err as Error).message, err);
+    }
+    const i = buf.subarray(0, n).lastIndexOf(0x0a);
+    if (i >= 0) return start + i + 1;
+    end = start;
+  }
+  return 0;
+}
+
+/** Bytes scanned before the kept lines for the partial records of their first lines. */
+const EXTEND_BYTES = 2 * MAX_LINE_BYTES;
+
+/**
+ * Where to start reading, and which lines to drop, for the last `tail` lines of the files (the
+ * rotations oldest first, then the live file, open as `liveFh` with `liveEnd` complete bytes).
+ * Counting full (F) records from the end, the (tail+1)-th one from the end marks the cutoff;
+ * the reading starts earlier where a kept line's partial records began before it.
+ */
+async function tailStart(files: LogFile[], liveFh: FileHandle | undefined, liveEnd: number, tail: number): Promise<{ file: number; offset: number; cut?: Cutoff }> {
+  let remaining = tail;
+  let cut: Cutoff | undefined;
+  let start = { file: 0, offset: 0 };
+  // streams whose line before the cutoff is complete: earlier partial records are not theirs
+  const closed = new Set<string>();
+  let extended = 0;
+  const live = files.length;
+  for (let i = live; i >= 0; i--) {
+    if (i === live && !liveFh) continue;
+    const f = i === live ? undefined : files[i]!;
+    if (f?.compressed) {
+      if (cut) return { file: i, offset: 0, cut };
+      let count = 0;
+      const splitter = new LineSplitter();
+      for await (const c of rotationChunks(f, 0)) {
+        for (const { line } of splitter.push(c)) {
+          const r = parseCriRecord(line);
+          if (r && !r.partial) count++;
+        }
+      }
+      if (count > remaining) return { file: i, offset: 0, cut: { file: i, ordinal: count - remaining } };
+      remaining -= count;
+      continue;
+    }
+    let fh = liveFh!;
+    let end = liveEnd;
+    let own: FileHandle | undefined;
+    if (f) {
+      const opened = await openRotation(f);
+      if (!opened) continue;
+      if (opened.compressed) {
+        // compressed since the listing: counted as one
+        await opened.fh.close();
+        files[i] = { ...f, path: opened.path, compressed: true };
+        i++;
+        continue;
+      }
+      fh = own = opened.fh;
+      end = await completeEnd(fh, f.path, (await fh.stat()).size);
+    }
+    // once the cutoff is known, the scan for the kept lines' partial records is bounded
+    const bound = { floor: cut ? Math.max(0, end - (EXTEND_BYTES - extended)) : 0 };
+    try {
+      for await (const l of linesBackward(fh, f?.path ?? '', end, bound)) {
+        const r = parseCriRecord(l.head);
+        if (!r) continue;
+        if (!cut) {
+          if (r.partial) continue;
+          if (remaining > 0) { remaining--; continue; }
+          cut = { file: i, offset: l.end };
+          start = { file: i, offset: l.end };
+          closed.add(r.stream);
+          bound.floor = Math.max(0, l.end - EXTEND_BYTES);
+          continue;
+        }
+        extended += l.end - l.start;
+        if (!r.partial) closed.add(r.stream);
+        else if (!closed.has(r.stream)) start = { file: i, offset: l.start };
+        if (closed.size >= 2 || extended > EXTEND_BYTES) return { ...start, cut };
+      }
+    } finally {
+      await own?.close();
+    }
+    if (cut && (extended > EXTEND_BYTES || bound.floor > 0)) return { ...start, cut };
+  }
+  return cut ? { ...start, cut } : { file: 0, offset: 0 };
+}
+
+/** A plain rotation opened (or, compressed since the listing, its .gz path); undefined if dropped. */
+async function openRotation(f: LogFile): Promise<{ fh: FileHandle; path: string; compressed: boolean } | undefined> {
+  try {
+    return { fh: await open(f.path, 'r'), path: f.path, compressed: false };
+  } catch (err) {
+    if (errno(err) !== 'ENOENT') throw new LogReadError(f.path, (err as Error).message, err);
+  }
+  try {
+    return { fh: await open(`${f.path}.gz`, 'r'), path: `${f.path}.gz`, compressed: true };
+  } catch (err) {
+    if (errno(err) !== 'ENOENT') throw new LogReadError(`${f.path}.gz`, (err as Error).message, err);
+  }
+  return undefined;
+}
+
+/** Lines into the writer, dropping those completed before the cutoff. */
+class Pump {
+  #ordinal = 0;
+  #file = -1;
+  constructor(readonly out: LineWriter, readonly assembler: LineAssembler, private readonly cut: Cutoff | undefined) {}
+
+  async line(raw: Buffer, file: number, start: number): Promise<void> {
+    if (file !== this.#file) { this.#file = file; this.#ordinal = 0; }
+    const r = parseCriRecord(raw);
+    if (!r) return;
+    const ordinal = r.partial ? -1 : this.#ordinal++;
+    const l = this.assembler.push(r);
+    if (!l) return;
+    const c = this.cut;
+    if (c && (file < c.file || (file === c.file && (c.offset !== undefined ? start < c.offset : ordinal < c.ordinal!)))) return;
+    await this.out.line(l);
+  }
 }
 
 /** How long a live file absent between a rotation's rename and the runtime's reopen is waited for. */
@@ -145,36 +344,33 @@ export async function readContainerLogs(logPath: string, opts: ContainerLogOptio
   const { rotations, fh } = await snapshot(logPath, deps.clock);
   const live = new LiveFile(logPath, fh);
   try {
-    const first = splitLines(await live.readToEnd());
-    live.rest = first.rest;
-    const liveRecords = records(first.lines);
+    await live.init();
+    let begin = { file: 0, offset: 0 } as { file: number; offset: number; cut?: Cutoff };
     if (opts.tailLines !== undefined) {
-      const all = tailRecords(rotations, liveRecords, opts.tailLines);
-      const lines: LogLine[] = [];
-      for (const r of await all) {
-        const l = assembler.push(r);
-        if (l) lines.push(l);
-      }
-      for (const l of opts.tailLines === 0 ? [] : lines.slice(-opts.tailLines)) await out.line(l);
-    } else {
-      for (const f of rotations) {
-        for (const r of records(splitLines(await readRotation(f)).lines)) {
-          const l = assembler.push(r);
-          if (l) await out.line(l);
+      const liveEnd = fh ? await completeEnd(fh, logPath, live.size) : 0;
+      begin = await tailStart(rotations, fh, liveEnd, opts.tailLines);
+    }
+    const pump = new Pump(out, assembler, begin.cut);
+    for (let i = begin.file; i < rotations.length; i++) {
+      const splitter = new LineSplitter(i === begin.file ? begin.offset : 0);
+      for await (const c of rotationChunks(rotations[i]!, i === begin.file ? begin.offset : 0)) {
+        for (const { line, start } of splitter.push(c)) {
+          await pump.line(line, i, start);
           if (out.full) return;
         }
       }
-      for (const r of liveRecords) {
-        const l = assembler.push(r);
-        if (l) await out.line(l);
-        if (out.full) return;
-      }
     }
+    const liveIndex = rotations.length;
+    live.seek(begin.file === liveIndex ? begin.offset : 0);
+    // the live file up to where it ended when the read began, then (following) what comes after
+    await drain(live, pump, liveIndex, live.size);
     if (out.full) return;
-    if (opts.follow) await follow(live, assembler, out, deps);
+    if (opts.follow) await follow(live, pump, liveIndex, deps);
+    if (out.full) return;
     // What is left: a last line without its newline, and partial records never completed.
-    if (live.rest.length > 0) {
-      const r = parseCriRecord(live.rest);
+    const rest = live.splitter.rest();
+    if (rest.length > 0) {
+      const r = parseCriRecord(rest);
       const l = r && assembler.push(r);
       if (l) await out.line(l);
     }
@@ -184,11 +380,29 @@ export async function readContainerLogs(logPath: string, opts: ContainerLogOptio
   }
 }
 
+/** The live file's lines from its position up to `until` (or its end), chunk by chunk. */
+async function drain(live: LiveFile, pump: Pump, index: number, until = Infinity): Promise<boolean> {
+  let any = false;
+  for (;;) {
+    if (pump.out.full) return any;
+    const chunk = await live.readChunk(until);
+    if (chunk.length === 0) return any;
+    any = true;
+    for (const { line, start } of live.splitter.push(chunk)) {
+      await pump.line(line, index, start);
+      if (pump.out.full) return any;
+    }
+  }
+}
+
 /** The live file, reopened when the runtime recreates it (rotation). */
 class LiveFile {
   pos = 0;
-  rest: Buffer = Buffer.alloc(0);
   ino = -1;
+  /** Its size when the read began. */
+  size = 0;
+  /** Its lines, split as they are read (an unfinished last line held, capped). */
+  readonly splitter = new LineSplitter();
   #watcher?: FSWatcher;
   #wake?: () => void;
   #changed = false;
@@ -197,28 +411,30 @@ class LiveFile {
   constructor(readonly path: string, public fh: FileHandle | undefined) {}
 
   async init(): Promise<void> {
-    if (this.fh) this.ino = (await this.fh.stat()).ino;
+    if (!this.fh) return;
+    const st = await this.fh.stat();
+    this.ino = st.ino;
+    this.size = st.size;
   }
 
-  /** Bytes from pos to the end of the open file. */
-  async readToEnd(): Promise<Buffer> {
-    if (this.ino < 0) await this.init();
+  seek(offset: number): void {
+    this.pos = offset;
+    this.splitter.reset(offset);
+  }
+
+  /** The next bytes from pos (at most READ_CHUNK, and none at or past `until`); empty at the end. */
+  async readChunk(until = Infinity): Promise<Buffer> {
     const fh = this.fh;
-    if (!fh) return Buffer.alloc(0);
-    const parts: Buffer[] = [];
-    for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK);
-      let n: number;
-      try {
-        ({ bytesRead: n } = await fh.read(buf, 0, buf.length, this.pos));
-      } catch (err) {
-        throw new LogReadError(this.path, (err as Error).message, err);
-      }
-      if (n === 0) break;
-      this.pos += n;
-      parts.push(buf.subarray(0, n));
+    if (!fh || this.pos >= until) return Buffer.alloc(0);
+    const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, until - this.pos));
+    let n: number;
+    try {
+      ({ bytesRead: n } = await fh.read(buf, 0, buf.length, this.pos));
+    } catch (err) {
+      throw new LogReadError(this.path, (err as Error).message, err);
     }
-    return Buffer.concat(parts);
+    this.pos += n;
+    return buf.subarray(0, n);
   }
 
   /** True when the path now names another file (the runtime reopened its log after a rotation). */
@@ -239,10 +455,9 @@ class LiveFile {
     }
     await this.fh?.close().catch(() => undefined);
     this.fh = next;
-    this.pos = 0;
     this.ino = (await next.stat()).ino;
     // an unfinished last line of the old file is not continued in the new one
-    this.rest = Buffer.alloc(0);
+    this.seek(0);
     this.unwatch();
     return true;
   }
@@ -286,20 +501,11 @@ class LiveFile {
   }
 }
 
-async function follow(live: LiveFile, assembler: LineAssembler, out: LineWriter, deps: LogReaderDeps): Promise<void> {
+async function follow(live: LiveFile, pump: Pump, index: number, deps: LogReaderDeps): Promise<void> {
   let running = true;
   for (;;) {
-    if (deps.signal?.aborted || out.full) return;
-    const chunk = await live.readToEnd();
-    if (chunk.length > 0) {
-      const { lines, rest } = splitLines(live.rest.length ? Buffer.concat([live.rest, chunk]) : chunk);
-      live.rest = rest;
-      for (const r of records(lines)) {
-        const l = assembler.push(r);
-        if (l) await out.line(l);
-      }
-      continue;
-    }
+    if (deps.signal?.aborted || pump.out.full) return;
+    if (await drain(live, pump, index)) continue;
     // At the end of the file: a container that has exited ends the follow here, as upstream.
     if (!running) return;
     if (await live.recreated()) {

@@ -3,9 +3,8 @@
 // with enableSystemLogHandler), /debug/pprof/ (Node's inspector, with enableProfilingHandler)
 // and /debug/flags/v (the log verbosity, with enableDebugFlagsHandler).
 
-import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { Session } from 'node:inspector';
-import { join, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Pod, PodList } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
@@ -13,6 +12,8 @@ import { formatDuration } from '../config/duration.js';
 import type { KubeletConfig } from '../config/index.js';
 import { enforcementReport } from '../config/schema.js';
 import type { Clock } from '../util/clock.js';
+import { heapProfileBody, type SamplingHeapProfile } from './pprof.js';
+import { fdPath, openBeneath } from '../util/open-beneath.js';
 import { escapePath } from './request-target.js';
 import { sendJSON, withMethods, type Handler } from './server.js';
 
@@ -179,46 +180,48 @@ export const SYSTEM_LOG_MAX_BYTES = 64 << 20;
 
 /**
  * /logs/<path>: a file or a directory listing under `root` (/var/log), as Go's FileServer on
- * that directory; nothing outside it is served, symbolic links included.
+ * that directory; nothing outside it is served, and no symbolic link at any component is
+ * followed (each component is opened from the one before with O_NOFOLLOW; what is read is that
+ * descriptor, never the path resolved again).
  */
 export function systemLogsHandler(root = '/var/log'): Handler {
   return withMethods(['GET'], async (_req, res, url) => {
     const rel = decodeURIComponent(url.pathname).slice('/logs/'.length);
-    if (rel.split('/').some((s) => s === '..')) return sendText(res, 400, 'invalid path\n');
-    let base: string;
-    let target: string;
+    const components = rel.split('/').filter((c) => c !== '' && c !== '.');
+    if (components.some((c) => c === '..')) return sendText(res, 400, 'invalid path\n');
+    let fh;
     try {
-      base = await realpath(root);
-      target = await realpath(join(base, rel));
+      fh = await openBeneath(root, components);
     } catch {
       return sendText(res, 404, '404 page not found\n');
     }
-    if (target !== base && !target.startsWith(base + sep)) return sendText(res, 404, '404 page not found\n');
-    const st = await stat(target);
-    if (st.isDirectory()) {
-      // A directory without its trailing slash is redirected, as FileServer does.
-      if (!url.pathname.endsWith('/')) {
-        res.writeHead(301, { Location: `${url.pathname}/`, 'Content-Length': 0 });
-        return void res.end();
-      }
-      const names = (await readdir(target, { withFileTypes: true })).map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort();
-      const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-      const body = `<pre>\n${names.map((n) => `<a href="${esc(escapePath(n))}">${esc(n)}</a>`).join('\n')}\n</pre>\n`;
-      return sendText(res, 200, body, 'text/html; charset=utf-8');
-    }
-    if (!st.isFile()) return sendText(res, 404, '404 page not found\n');
-    const len = Math.min(st.size, SYSTEM_LOG_MAX_BYTES);
-    const fh = await open(target, 'r');
     try {
+      const st = await fh.stat();
+      if (st.isDirectory()) {
+        // A directory without its trailing slash is redirected, as FileServer does.
+        if (!url.pathname.endsWith('/')) {
+          res.writeHead(301, { Location: `${url.pathname}/`, 'Content-Length': 0 });
+          return void res.end();
+        }
+        const names = (await readdir(fdPath(fh), { withFileTypes: true })).map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort();
+        const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+        const body = `<pre>\n${names.map((n) => `<a href="${esc(escapePath(n))}">${esc(n)}</a>`).join('\n')}\n</pre>\n`;
+        return sendText(res, 200, body, 'text/html; charset=utf-8');
+      }
+      if (!st.isFile()) return sendText(res, 404, '404 page not found\n');
+      const len = Math.min(st.size, SYSTEM_LOG_MAX_BYTES);
       res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': len });
       const buf = Buffer.alloc(Math.min(len, 1 << 20));
-      for (let pos = 0; pos < len;) {
+      let pos = 0;
+      while (pos < len) {
         const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, len - pos), pos);
         if (bytesRead === 0) break;
         pos += bytesRead;
-        if (!res.write(buf.subarray(0, bytesRead))) await new Promise((r) => res.once('drain', r));
+        if (!res.write(buf.subarray(0, bytesRead))) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
       }
-      res.end();
+      // a file that shrank under the read cannot fill its announced length: the connection is cut
+      if (pos < len) res.destroy();
+      else res.end();
     } finally {
       await fh.close();
     }
@@ -256,11 +259,30 @@ export function debugFlagsVerbosityHandler(set: (v: number) => void): Handler {
 /** The longest CPU profile one request may ask for (upstream's pprof: 30 s default). */
 export const MAX_PROFILE_SECONDS = 60;
 
+/** Bytes between two sampled allocations (Go's default MemProfileRate: 512 KiB). */
+export const HEAP_SAMPLING_INTERVAL = 512 * 1024;
+
+/** The process's one sampling heap profiler (V8 runs one per isolate), started on first use. */
+let sampler: Promise<Session> | undefined;
+function heapSampler(post: <T>(s: Session, method: string, params?: object) => Promise<T>): Promise<Session> {
+  if (!sampler) {
+    const heap = new Session();
+    heap.connect();
+    sampler = post(heap, 'HeapProfiler.enable')
+      .then(() => post(heap, 'HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_INTERVAL }))
+      .then(() => heap);
+    // a failed start is tried again by the next server that asks
+    sampler.catch(() => { sampler = undefined; heap.disconnect(); });
+  }
+  return sampler;
+}
+
 /**
  * Profiling through Node's inspector (upstream serves Go's pprof here): /debug/pprof/profile
  * records a CPU profile for ?seconds=N (default 30, at most MAX_PROFILE_SECONDS) as a
- * .cpuprofile (Chrome DevTools JSON); /debug/pprof/heap writes a heap snapshot. One profile at a
- * time: a second request while one runs is a 409.
+ * .cpuprofile (Chrome DevTools JSON); /debug/pprof/heap is the sampled allocation profile (what
+ * Go's heap profile is: allocation sites with counts and bytes, never memory contents) in pprof's
+ * format (pprof.ts). One CPU profile at a time: a second request while one runs is a 409.
  */
 export function profilingHandlers(clock: Clock): Map<string, Handler> {
   let busy = false;
@@ -285,7 +307,7 @@ export function profilingHandlers(clock: Clock): Map<string, Handler> {
   const routes = new Map<string, Handler>();
   routes.set('/debug/pprof/', withMethods(['GET'], (_req, res, url) => {
     if (url.pathname !== '/debug/pprof/') return sendText(res, 404, '404 page not found\n');
-    sendText(res, 200, 'profiles (Node inspector):\nprofile?seconds=N  CPU profile (.cpuprofile JSON)\nheap               heap snapshot (.heapsnapshot JSON)\n');
+    sendText(res, 200, 'profiles (Node inspector):\nprofile?seconds=N  CPU profile (.cpuprofile JSON)\nheap               sampled allocations still live (pprof profile.proto, gzip)\n');
   }));
   routes.set('/debug/pprof/profile', withMethods(['GET'], async (_req: IncomingMessage, res, url) => {
     const raw = url.searchParams.get('seconds');
@@ -304,19 +326,21 @@ export function profilingHandlers(clock: Clock): Map<string, Handler> {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="kubelet.cpuprofile"', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
   }));
+  // Sampling runs from here on, as Go's runtime samples allocations all along (MemProfileRate):
+  // a heap profile shows what was allocated and is still live since profiling was enabled.
+  const sampling = heapSampler(post);
+  sampling.catch(() => undefined);
   routes.set('/debug/pprof/heap', withMethods(['GET'], async (_req, res) => {
-    let started = false;
-    await run(res, async (s) => {
-      s.on('HeapProfiler.addHeapSnapshotChunk', (m: { params: { chunk: string } }) => {
-        if (!started) {
-          started = true;
-          res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="kubelet.heapsnapshot"' });
-        }
-        res.write(m.params.chunk);
-      });
-      await post(s, 'HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+    const heap = await sampling;
+    const { profile } = await post<{ profile: SamplingHeapProfile }>(heap, 'HeapProfiler.getSamplingProfile');
+    const body = heapProfileBody(profile, { timeNanos: BigInt(clock.now()) * 1_000_000n, periodBytes: HEAP_SAMPLING_INTERVAL });
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'attachment; filename="heap"',
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Length': body.length,
     });
-    if (started) res.end();
+    res.end(body);
   }));
   return routes;
 }

@@ -12,7 +12,7 @@
 // sockets, connection count; request bodies are never read).
 
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
-import { createSecureServer, type Http2SecureServer, type SecureServerOptions } from 'node:http2';
+import { createSecureServer, type Http2SecureServer, type SecureServerOptions, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -57,6 +57,8 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
 export interface Refusal {
   status: number;
   message: string;
+  /** The connection closes after the answer (set by the server for a stranger's 401). */
+  close?: boolean;
 }
 
 /**
@@ -100,6 +102,26 @@ export interface ServerLimits {
   connectionsCheckingIntervalMs: number;
   /** After a raw rejection, how long the connection is left for the client to read it before it is destroyed. */
   rejectLingerMs: number;
+  /** Time for a client to complete the TLS handshake on the secure port; a slower one is cut. */
+  tlsHandshakeTimeoutMs: number;
+  /**
+   * Connections from one source address not yet authenticated (on a port without authentication:
+   * all of them); more from that address are dropped at accept.
+   */
+  maxUnauthenticatedConnectionsPerIP: number;
+  /**
+   * Connections on the secure port not yet authenticated (by a verified client certificate or an
+   * admitted request), from anyone; more are dropped at accept. The rest of maxConnections is kept
+   * for authenticated ones, which strangers therefore cannot crowd out.
+   */
+  maxUnauthenticatedConnections: number;
+  /**
+   * HTTP/2 control frames (PING, SETTINGS) and streams the client resets, per session: a burst of
+   * this many, refilled at http2ControlFramesPerSecond; past it the session ends with GOAWAY
+   * ENHANCE_YOUR_CALM.
+   */
+  http2ControlFrameBurst: number;
+  http2ControlFramesPerSecond: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
@@ -111,7 +133,87 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   maxConnections: 512,
   connectionsCheckingIntervalMs: 30_000,
   rejectLingerMs: 1_000,
+  tlsHandshakeTimeoutMs: 10_000,
+  maxUnauthenticatedConnectionsPerIP: 32,
+  maxUnauthenticatedConnections: 128,
+  http2ControlFrameBurst: 200,
+  http2ControlFramesPerSecond: 20,
 };
+
+/** GOAWAY's error code for a peer that floods (RFC 9113 ENHANCE_YOUR_CALM). */
+const NGHTTP2_ENHANCE_YOUR_CALM = 0xb;
+
+/**
+ * Which connections are not yet authenticated, per source address and in all; connections are
+ * keyed by remote address and port (the same for a TCP socket and the TLS socket over it).
+ */
+class ConnectionAdmission {
+  readonly #pending = new Map<string, string>(); // connection key -> source address
+  readonly #perIP = new Map<string, number>();
+
+  constructor(private readonly limits: ServerLimits, private readonly authenticated: boolean) {}
+
+  static key(sock: { remoteAddress?: string; remotePort?: number }): string {
+    return `${sock.remoteAddress ?? ''}|${sock.remotePort ?? ''}`;
+  }
+
+  readonly #probation = new Set<string>();
+
+  /**
+   * A new connection: false when it must be dropped. Past maxUnauthenticatedConnections one is
+   * let through its TLS handshake on probation: a verified client certificate admits it, else
+   * it is dropped then (handshaken).
+   */
+  accept(sock: Socket): boolean {
+    const ip = sock.remoteAddress ?? '';
+    const n = this.#perIP.get(ip) ?? 0;
+    if (n >= this.limits.maxUnauthenticatedConnectionsPerIP) return false;
+    const key = ConnectionAdmission.key(sock);
+    if (this.authenticated && this.#pending.size >= this.limits.maxUnauthenticatedConnections) this.#probation.add(key);
+    this.#pending.set(key, ip);
+    this.#perIP.set(ip, n + 1);
+    sock.once('close', () => this.authenticate(key));
+    return true;
+  }
+
+  /** After the TLS handshake: false when the connection must be dropped. */
+  handshaken(key: string, authorized: boolean): boolean {
+    const probation = this.#probation.has(key);
+    if (authorized) this.authenticate(key);
+    return authorized || !probation;
+  }
+
+  /** The connection is authenticated (or gone): it no longer counts. */
+  authenticate(key: string): void {
+    this.#probation.delete(key);
+    const ip = this.#pending.get(key);
+    if (ip === undefined) return;
+    this.#pending.delete(key);
+    const n = (this.#perIP.get(ip) ?? 1) - 1;
+    if (n <= 0) this.#perIP.delete(ip);
+    else this.#perIP.set(ip, n);
+  }
+
+  isPending(key: string): boolean {
+    return this.#pending.has(key);
+  }
+}
+
+/** A token bucket of `burst` refilled at `perSecond`: take() is false once it is empty. */
+function tokenBucket(burst: number, perSecond: number): { take(): boolean } {
+  let tokens = burst;
+  let last = performance.now();
+  return {
+    take() {
+      const now = performance.now();
+      tokens = Math.min(burst, tokens + ((now - last) / 1000) * perSecond);
+      last = now;
+      if (tokens < 1) return false;
+      tokens -= 1;
+      return true;
+    },
+  };
+}
 
 export interface KubeletServerOptions {
   host: ServerHost;
@@ -173,6 +275,17 @@ export function tlsSocketOf(req: IncomingMessage): TLSSocket | undefined {
 
 function isHttp1(req: IncomingMessage): boolean {
   return req.httpVersionMajor === 1;
+}
+
+/** The connection (HTTP/1.1) or the session (HTTP/2) under a request ends once it is answered. */
+function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  if (isHttp1(req)) {
+    if (!res.headersSent) res.setHeader('Connection', 'close');
+    return;
+  }
+  const session = (req as unknown as { stream?: { session?: { close(): void } } }).stream?.session;
+  const stream = (req as unknown as { stream?: { once(e: string, f: () => void): void } }).stream;
+  stream?.once('close', () => session?.close());
 }
 
 function podList(host: ServerHost): PodList {
@@ -281,6 +394,24 @@ export class KubeletServer {
     this.servers = [];
   }
 
+  /** The gate with what it admits recorded: an admitted request authenticates its connection. */
+  private gateFor(gate: RequestGate | undefined, admission: ConnectionAdmission): RequestGate | undefined {
+    if (!gate) return undefined;
+    return {
+      admit: async (req, path) => {
+        const refusal = await gate.admit(req, path);
+        const sock = tlsSocketOf(req) ?? req.socket;
+        const key = ConnectionAdmission.key(sock);
+        // admitted: the connection is no stranger's (a refused one, even as an authenticated
+        // user, is not: anonymous requests are refused with 403 under Webhook authorization)
+        if (!refusal) admission.authenticate(key);
+        // a stranger's connection holds no slot after its refusal
+        else if (admission.isPending(key)) return { ...refusal, close: true };
+        return refusal;
+      },
+    };
+  }
+
   private dispatch(name: string, routes: Map<string, Handler>, gate: RequestGate | undefined, req: IncomingMessage, res: ServerResponse): void {
     const method = req.method ?? 'GET';
     let path = req.url ?? '';
@@ -294,6 +425,10 @@ export class KubeletServer {
     req.on('error', () => undefined);
     // HTTP/2 has no Connection header (setting one is an error): its streams end on their own.
     const closeAfter = (): void => { if (isHttp1(req)) res.setHeader('Connection', 'close'); };
+    const refuse = (refusal: Refusal): void => {
+      if (refusal.close) closeAfterAnswer(req, res);
+      sendText(res, refusal.status, refusal.message);
+    };
     try {
       // No route reads a body: what arrives is discarded (so closing does not reset the answer
       // away) and the connection closes after the answer instead of waiting for the body's end.
@@ -313,15 +448,33 @@ export class KubeletServer {
         case 'options-asterisk':
           res.writeHead(200, { 'Content-Length': 0 });
           return void res.end();
-        case 'redirect':
-          res.writeHead(301, { Location: target.location, 'Content-Length': 0 });
-          return void res.end();
+        case 'redirect': {
+          const redirect = (): void => {
+            res.writeHead(301, { Location: target.location, 'Content-Length': 0 });
+            res.end();
+          };
+          if (!gate) return redirect();
+          // the mux's cleaning redirect is behind the filter chain too: authorized on the path as
+          // asked (upstream's attributes read the request's path before any cleaning)
+          const asked = (req.url ?? '').split('?')[0]!;
+          let decoded = asked;
+          try { decoded = decodeURIComponent(asked); } catch { /* kept as sent */ }
+          gate.admit(req, decoded).then((refusal) => (refusal ? refuse(refusal) : redirect())).catch(failed);
+          return;
+        }
         case 'path':
           break;
       }
       path = target.path;
       const route = matchRoute(routes, path);
-      if (!route) return sendText(res, 404, '404 page not found\n');
+      if (!route) {
+        const notFound = (): void => sendText(res, 404, '404 page not found\n');
+        if (!gate) return notFound();
+        // As upstream's filter chain: an unknown path is authenticated and authorized like any
+        // other (a 401 or 403 to whoever may not ask), so a 404 tells nothing to a stranger.
+        gate.admit(req, path).then((refusal) => (refusal ? refuse(refusal) : notFound())).catch(failed);
+        return;
+      }
       const url = new URL('http://localhost/');
       url.pathname = escapePath(path);
       url.search = target.rawQuery;
@@ -339,10 +492,7 @@ export class KubeletServer {
       };
       if (!gate) return serve();
       // As upstream's filter: identity and permission before the route's own answers (405 included).
-      gate.admit(req, path).then((refusal) => {
-        if (!refusal) return serve();
-        sendText(res, refusal.status, refusal.message);
-      }).catch(failed);
+      gate.admit(req, path).then((refusal) => (refusal ? refuse(refusal) : serve())).catch(failed);
     } catch (err) {
       failed(err);
     }
@@ -397,7 +547,8 @@ export class KubeletServer {
 
   private listen(address: string, port: number, name: string, routes: Map<string, Handler>, secure?: SecureServing): Promise<void> {
     const { limits, opts } = this;
-    const gate = secure?.gate;
+    const admission = new ConnectionAdmission(limits, secure !== undefined);
+    const gate = this.gateFor(secure?.gate, admission);
     const handle = (req: IncomingMessage, res: ServerResponse): void => this.dispatch(name, routes, gate, req, res);
     let server: Server;
     if (secure) {
@@ -410,7 +561,20 @@ export class KubeletServer {
         // Go's defaults: 250 concurrent streams; header lists as large as an HTTP/1.1 head.
         settings: { maxConcurrentStreams: 250, maxHeaderListSize: limits.maxHeaderSize },
         maxSendHeaderBlockLength: limits.maxHeaderSize,
+        handshakeTimeout: limits.tlsHandshakeTimeoutMs,
+        // node's own flood guards, explicit: invalid frames and refused streams end a session
+        maxSessionInvalidFrames: 100,
+        maxSessionRejectedStreams: 100,
+        maxOutstandingPings: 10,
+        unknownProtocolTimeout: limits.tlsHandshakeTimeoutMs,
       }, handle as never);
+      // A client certificate the client CA verified authenticates the connection at once.
+      h2.on('secureConnection', (tls: TLSSocket) => {
+        if (admission.handshaken(ConnectionAdmission.key(tls), tls.authorized)) return;
+        opts.log.v(4).info('HTTP connection dropped: too many not yet authenticated', { server: name, remote: tls.remoteAddress });
+        tls.destroy();
+      });
+      h2.on('session', (session: ServerHttp2Session) => guardSession(session, limits));
       // The HTTP/1.1 side reads these from the server object (http.Server sets them from options).
       Object.assign(h2, {
         maxHeaderSize: limits.maxHeaderSize,
@@ -441,6 +605,11 @@ export class KubeletServer {
     const sockets = new Set<Socket>();
     this.sockets.set(server, sockets);
     server.on('connection', (sock: Socket) => {
+      if (!admission.accept(sock)) {
+        opts.log.v(4).info('HTTP connection dropped: too many not yet authenticated', { server: name, remote: sock.remoteAddress });
+        sock.destroy();
+        return;
+      }
       sockets.add(sock);
       sock.once('close', () => sockets.delete(sock));
     });
@@ -512,4 +681,41 @@ export class KubeletServer {
       });
     });
   }
+}
+
+/**
+ * An HTTP/2 session's own limits beside node's: it ends (GOAWAY) once it has had no stream open
+ * for keepAliveTimeoutMs (Go's IdleTimeout; PINGs do not keep it alive), and a flood of PINGs,
+ * SETTINGS or streams reset by the client ends it with ENHANCE_YOUR_CALM.
+ */
+function guardSession(session: ServerHttp2Session, limits: ServerLimits): void {
+  let open = 0;
+  let idle: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    clearTimeout(idle);
+    idle = setTimeout(() => { if (open === 0 && !session.closed) session.close(); }, limits.keepAliveTimeoutMs);
+    idle.unref();
+  };
+  const bucket = tokenBucket(limits.http2ControlFrameBurst, limits.http2ControlFramesPerSecond);
+  const spend = (): void => {
+    if (bucket.take() || session.destroyed) return;
+    clearTimeout(idle);
+    // GOAWAY with the code (node sends a destroy's code only along with an error), then the end
+    session.destroy(new Error('HTTP/2 control frame flood'), NGHTTP2_ENHANCE_YOUR_CALM);
+  };
+  session.on('ping', spend);
+  session.on('remoteSettings', spend);
+  session.on('stream', (stream: ServerHttp2Stream) => {
+    open++;
+    clearTimeout(idle);
+    stream.once('close', () => {
+      // a stream reset (a client opening and cancelling streams: rapid reset) costs as a PING does
+      if (stream.rstCode !== undefined && stream.rstCode !== 0) spend();
+      open--;
+      if (open === 0) arm();
+    });
+  });
+  session.once('close', () => clearTimeout(idle));
+  session.on('error', () => undefined);
+  arm();
 }

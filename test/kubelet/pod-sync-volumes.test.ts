@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
 import { PodManager } from '../../src/kubelet/pod-manager.js';
-import { PodSyncer } from '../../src/kubelet/pod-sync.js';
+import { PodSyncer, setupDataDirs } from '../../src/kubelet/pod-sync.js';
 import { WorkQueue } from '../../src/kubelet/work-queue.js';
 import type { PodSyncExtras, PodSyncResult, RuntimePodStatus } from '../../src/runtime/types.js';
 import { StatusManager } from '../../src/status/status-manager.js';
@@ -117,6 +117,16 @@ describe('pod sync with volumes', () => {
     await syncer.syncPod(p, emptyStatus('u5', 'p-u5'));
     assert.ok((await stat(join(dirs, 'containers'))).isDirectory(), 'made again for the re-added pod');
     assert.ok((await stat(join(dirs, 'volumes'))).isDirectory());
+  });
+
+  it('the root dir, its pods dir and a pod\'s data dirs are made 0750, as upstream', async () => {
+    const fresh = join(root, 'fresh-root');
+    await setupDataDirs(fresh);
+    assert.equal((await stat(fresh)).mode & 0o777, 0o750);
+    assert.equal((await stat(join(fresh, 'pods'))).mode & 0o777, 0o750);
+    const { syncer } = setup();
+    await syncer.syncPod(pod('u6', []), emptyStatus('u6', 'p-u6'));
+    for (const d of ['', 'containers', 'volumes']) assert.equal((await stat(join(root, 'pods', 'u6', d))).mode & 0o777, 0o750, `pods/u6/${d}`);
   });
 
   it('a terminated pod still wanted (evicted, finished) loses its volumes, emptyDir data included, and keeps its directory', async () => {

@@ -2,12 +2,12 @@
 // /containerLogs option, and follow through a rotation and a container exit (on a FakeClock).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { formatTimestamp, parseCriRecord } from '../../src/logs/cri-format.js';
+import { MAX_LINE_BYTES, formatTimestamp, parseCriRecord } from '../../src/logs/cri-format.js';
 import { rotatedLogs } from '../../src/logs/files.js';
 import { parseContainerLogOptions, type ContainerLogOptions } from '../../src/logs/options.js';
 import { LogOptionsError } from '../../src/logs/errors.js';
@@ -233,4 +233,118 @@ test('a rotation compressed or dropped between the listing and the read: the .gz
   await rm(`${plain}.gz`);
   assert.equal((await readRotation(listed)).length, 0);
   assert.equal((await readRotation({ ...listed, path: `${plain}.gz`, compressed: true })).length, 0);
+});
+
+/** A seeded generator (xorshift32): the random cases are the same on every run. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13; x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5; x >>>= 0;
+    return x / 0x1_0000_0000;
+  };
+}
+
+test('tailLines from the end equals the last lines of a whole read, across rotations (gzip included), streams interleaved, lines split over read chunks', async () => {
+  const rand = rng(25);
+  for (let round = 0; round < 3; round++) {
+    const d = await dir();
+    const live = join(d, '0.log');
+    const files: string[] = ['', '', '', ''];
+    let sec = 0;
+    const open = { stdout: false, stderr: false };
+    for (let f = 0; f < files.length; f++) {
+      const n = 20 + Math.floor(rand() * 40);
+      for (let k = 0; k < n; k++) {
+        const stream = rand() < 0.6 ? 'stdout' : 'stderr';
+        // lines from a few bytes to 40 KiB: many cross the 64 KiB chunks read backwards
+        const size = rand() < 0.15 ? 10_000 + Math.floor(rand() * 30_000) : 1 + Math.floor(rand() * 40);
+        const text = `${stream[3]}${f}.${k}:` + 'x'.repeat(size);
+        const partial = rand() < 0.35;
+        open[stream] = partial;
+        files[f] += rec(sec++, stream, partial ? 'P' : 'F', text);
+      }
+    }
+    // every line ends (a pending line is no part of tailLines' count)
+    for (const s of ['stdout', 'stderr'] as const) if (open[s]) files[3] += rec(sec++, s, 'F', 'end');
+    await writeFile(`${live}.20260101-120001.gz`, gzipSync(files[0]!));
+    await writeFile(`${live}.20260101-120002.gz`, gzipSync(files[1]!));
+    await writeFile(`${live}.20260101-120003`, files[2]!);
+    await writeFile(live, files[3]!);
+    const all = await read(live, {});
+    const lines = all.split(/(?<=\n)/);
+    for (const tail of [0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, lines.length - 1, lines.length, lines.length + 5]) {
+      const want = tail <= 0 ? '' : lines.slice(-tail).join('');
+      const got = await read(live, { tailLines: tail });
+      assert.equal(got.length, want.length, `round ${round} tail ${tail}: ${got.length} bytes, want ${want.length}`);
+      assert.ok(got === want, `round ${round} tail ${tail}`);
+    }
+  }
+});
+
+test('tailLines keeps a line whose partial records began in the rotation before (and drops the other stream\'s lines between)', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  await writeFile(`${live}.20260101-120001`, rec(1, 'stdout', 'F', 'zero') + rec(2, 'stdout', 'P', 'be') + rec(3, 'stderr', 'F', 'err'));
+  await writeFile(live, rec(4, 'stdout', 'P', 'gin') + rec(5, 'stderr', 'F', 'err2') + rec(6, 'stdout', 'F', '-end'));
+  assert.equal(await read(live, { tailLines: 1 }), 'begin-end\n');
+  assert.equal(await read(live, { tailLines: 2 }), 'err2\nbegin-end\n');
+  assert.equal(await read(live, { tailLines: 3 }), 'err\nerr2\nbegin-end\n');
+  assert.equal(await read(live, { tailLines: 1, timestamps: true }), `${formatTimestamp(ts(2))} begin-end\n`);
+});
+
+test('a line joined from partial records, and a record longer than a line may be, are cut at MAX_LINE_BYTES', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  const piece = 'p'.repeat(16 * 1024);
+  let text = '';
+  for (let i = 0; i < 100; i++) text += rec(1, 'stdout', 'P', piece);
+  text += rec(1, 'stdout', 'F', 'END') + rec(2, 'stderr', 'F', 'q'.repeat(MAX_LINE_BYTES + 5000)) + rec(3, 'stdout', 'F', 'after');
+  await writeFile(live, text);
+  const out = await read(live, {});
+  const lines = out.split('\n');
+  assert.equal(lines[0]!.length, MAX_LINE_BYTES);
+  assert.match(lines[0]!, /^p+$/);
+  assert.equal(lines[1]!.length, MAX_LINE_BYTES);
+  assert.match(lines[1]!, /^q+$/);
+  assert.equal(lines[2], 'after');
+  assert.equal(await read(live, { tailLines: 2 }), `${'q'.repeat(MAX_LINE_BYTES)}\nafter\n`);
+});
+
+/** Runs `fn` while sampling this process's heap and buffer memory; the most it grew by. */
+async function peakGrowth(fn: () => Promise<unknown>): Promise<number> {
+  const used = (): number => { const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
+  const base = used();
+  let peak = 0;
+  const timer = setInterval(() => { peak = Math.max(peak, used() - base); }, 2);
+  try {
+    await fn();
+  } finally {
+    clearInterval(timer);
+  }
+  return Math.max(peak, used() - base);
+}
+
+test('memory stays bounded whatever the file holds: a 512 MiB line, read whole, tailed, and with limitBytes', async () => {
+  const d = await dir();
+  const live = join(d, '0.log');
+  const huge = 512 * 1024 * 1024;
+  // one record whose content is a 512 MiB run of zero bytes (a sparse file), then two short lines
+  await writeFile(live, `${ts(1)} stdout F `);
+  await truncate(live, huge);
+  await appendFile(live, `\n${rec(2, 'stdout', 'F', 'two')}${rec(3, 'stderr', 'F', 'three')}`);
+  const bound = 96 * 1024 * 1024;
+  let out = '';
+  let grew = await peakGrowth(async () => { out = await read(live, { tailLines: 1, limitBytes: 1 }); });
+  assert.equal(out, 't');
+  assert.ok(grew < bound, `tail=1 limitBytes=1 grew the heap by ${grew} bytes`);
+  grew = await peakGrowth(async () => { out = await read(live, { tailLines: 3 }); });
+  assert.equal(out.length, MAX_LINE_BYTES + 1 + 'two\nthree\n'.length);
+  assert.ok(out.endsWith('\ntwo\nthree\n'));
+  assert.ok(grew < bound, `tail=3 grew the heap by ${grew} bytes`);
+  grew = await peakGrowth(async () => { out = await read(live, { limitBytes: 10 }); });
+  assert.equal(out, '\0'.repeat(10));
+  assert.ok(grew < bound, `limitBytes=10 grew the heap by ${grew} bytes`);
+  out = '';
 });

@@ -5,6 +5,7 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,11 @@ describe('secure port handlers', { timeout: 60_000 }, () => {
     writeFileSync(join(dir, 'secret'), 'outside\n');
     symlinkSync(join(dir, 'secret'), join(dir, 'varlog', 'escape'));
     symlinkSync(dir, join(dir, 'varlog', 'up'));
+    // links that stay inside the root are not followed either (a component swapped for a link
+    // between a check and the open is refused the same way)
+    symlinkSync(join(dir, 'varlog', 'syslog'), join(dir, 'varlog', 'inner-file'));
+    symlinkSync('app', join(dir, 'varlog', 'inner-dir'));
+    spawnSync('mkfifo', [join(dir, 'varlog', 'fifo')]);
     s = await startServers({ routes: routesWith(() => undefined, clock, join(dir, 'varlog')) });
     off = await startServers({ routes: routesWith((c) => { c.enableDebuggingHandlers = false; }, clock, join(dir, 'varlog')) });
   });
@@ -66,6 +72,14 @@ describe('secure port handlers', { timeout: 60_000 }, () => {
       const { response } = await get(s.readOnlyPort, p);
       assert.equal(response?.status, 404, p);
       assert.doesNotMatch(response!.body, /outside/);
+    }
+  });
+
+  it('/logs/ follows no symbolic link at any component, even one inside its root, and does not hang on a FIFO', async () => {
+    for (const p of ['/logs/inner-file', '/logs/inner-dir/a.log', '/logs/inner-dir/', '/logs/fifo']) {
+      const { response } = await get(s.readOnlyPort, p);
+      assert.equal(response?.status, 404, p);
+      assert.doesNotMatch(response!.body, /line/, p);
     }
   });
 

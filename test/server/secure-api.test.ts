@@ -192,6 +192,18 @@ describe('the secure port: TLS, webhook authn/authz, every path', { timeout: 120
     assert.equal(api.reviews.accessReviews.length, 0);
   });
 
+  it('an unknown path, or one to clean, is authenticated before its 404 or redirect: 401 without credentials', async () => {
+    fresh();
+    for (const path of ['/no-such-path', '/etc/passwd', '/debug/unknown', '/stats/../../x', '/logs/%2e%2e/etc/passwd']) {
+      const r = await kubeletRequest(port, 'GET', path);
+      assert.equal(r.status, 401, path);
+      assert.equal(r.body, 'Unauthorized', path);
+    }
+    const admitted = await kubeletRequest(port, 'GET', '/no-such-path', { token: tokens.admin });
+    assert.equal(admitted.status, 404);
+    assert.equal(admitted.body, '404 page not found\n');
+  });
+
   it('an unknown bearer token is 401 after a TokenReview', async () => {
     fresh();
     const r = await kubeletRequest(port, 'GET', '/pods', { token: 'nobody-knows-me' });

@@ -112,3 +112,70 @@ test('native walks refuse bad requests with a TypeError naming the request, neve
   assert.throws(() => du([{ path: '/tmp', split: 1 }]), { name: 'TypeError', message: /requests\[0\]\.split is not 0 or 2/ });
   assert.throws(() => du([7]), { name: 'TypeError', message: /requests\[0\] is not an object/ });
 });
+
+test('a deep tree (more levels than descriptors kept open) is walked whole, natively and in the worker alike', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-fsusage-deep-'));
+  try {
+    const tree = join(dir, 'tree');
+    let p = tree;
+    let expected = 1;
+    // 80 levels, each with a file and a sibling dir with a file: going back up reopens closed levels
+    for (let i = 0; i < 80; i++) {
+      p = join(p, `d${i}`);
+      await mkdir(join(p, 'side'), { recursive: true });
+      await writeFile(join(p, 'f'), 'x');
+      await writeFile(join(p, 'side', 'g'), 'y');
+      expected += 4;
+    }
+    const u = await walk(tree);
+    assert.equal(u!.inodes, expected);
+    if (nativeDu) assert.deepEqual((await nativeDu([{ path: tree }]))[0], { usage: u });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a directory swapped for a symbolic link during the walks is never followed, at any depth', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kts-fsusage-race-'));
+  const { spawn } = await import('node:child_process');
+  let flipper: import('node:child_process').ChildProcess | undefined;
+  try {
+    // what only a walk that followed a link could count: 4 MiB of data blocks
+    const outside = join(dir, 'outside');
+    await mkdir(join(outside, 'y'), { recursive: true });
+    await writeFile(join(outside, 'y', 'host-data'), Buffer.alloc(4096 * KiB, 1));
+    // a small tree for the worker's walk; for the quicker native one, tree/x holds many empty
+    // files beside y, so a walk spends a while in x before reaching y
+    const small = join(dir, 'small');
+    const large = join(dir, 'large');
+    for (const t of [small, large]) {
+      await mkdir(join(t, 'x', 'y'), { recursive: true });
+      await writeFile(join(t, 'x', 'y', 'mine'), '');
+    }
+    for (let i = 0; i < 1000; i++) await writeFile(join(large, 'x', `f${i}`), '');
+    // flips <tree>/x between the directory and a link to the outside, as a pod racing the walk would
+    const script = `const fs = require('fs'); const [out, ...trees] = process.argv.slice(1);
+      for (;;) for (const t of trees) { try { fs.renameSync(t + '/x', t + '/x.real'); fs.symlinkSync(out, t + '/x'); fs.unlinkSync(t + '/x'); fs.renameSync(t + '/x.real', t + '/x'); } catch {} }`;
+    flipper = spawn(process.execPath, ['-e', script, outside, small, large], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 100));
+    let worker = 0;
+    let native = 0;
+    for (let i = 0; i < 300; i++) {
+      const u = await walk(small);
+      worker = Math.max(worker, u?.bytes ?? 0);
+    }
+    for (let i = 0; nativeDu && i < 100; i++) {
+      for (const n of await nativeDu(Array.from({ length: 5 }, () => ({ path: large })))) {
+        assert.equal(n.error, undefined, n.error);
+        native = Math.max(native, n.usage?.bytes ?? 0);
+      }
+    }
+    // the trees' own figures are a few directories' blocks
+    assert.ok(worker < 1024 * KiB, `the worker's walk counted ${worker} bytes: it followed the link out of the tree`);
+    assert.ok(native < 1024 * KiB, `the native walk counted ${native} bytes: it followed the link out of the tree`);
+  } finally {
+    flipper?.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 50));
+    await rm(dir, { recursive: true, force: true });
+  }
+});
