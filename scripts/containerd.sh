@@ -101,6 +101,12 @@ server = "http://$KTS_REGISTRY"
 [host."http://$KTS_REGISTRY"]
   capabilities = ["pull", "resolve", "push"]
 EOF
+  kts_write_if_changed "$CTR_CERTS/$KTS_AUTH_REGISTRY/hosts.toml" <<EOF || true
+server = "http://$KTS_AUTH_REGISTRY"
+
+[host."http://$KTS_AUTH_REGISTRY"]
+  capabilities = ["pull", "resolve"]
+EOF
 
   # The CRI plugin adds the loopback network itself (from the loopback plugin in bin_dir).
   kts_write_if_changed "$CNI_CONF_DIR/10-kubelet-ts.conflist" <<EOF || true
@@ -373,6 +379,10 @@ KTS_REGISTRY=$KTS_REGISTRY
 KTS_PAUSE_IMAGE=$KTS_PAUSE_IMAGE
 KTS_BUSYBOX_IMAGE=$KTS_BUSYBOX_IMAGE
 KTS_BUSYBOX_LATEST_IMAGE=$KTS_BUSYBOX_LATEST_IMAGE
+KTS_AUTH_REGISTRY=$KTS_AUTH_REGISTRY
+KTS_AUTH_REGISTRY_USER=$KTS_AUTH_REGISTRY_USER
+KTS_AUTH_REGISTRY_PASSWORD=$KTS_AUTH_REGISTRY_PASSWORD
+KTS_PRIVATE_IMAGE=$KTS_PRIVATE_IMAGE
 EOF
 }
 

@@ -14,11 +14,18 @@ KTS_REPO_ROOT=$(cd "$KTS_SCRIPTS_DIR/.." && pwd)
 
 KTS_LOG_DIR=$KTS_NODE_DIR/logs
 KTS_REGISTRY=127.0.0.1:$KTS_REGISTRY_PORT
+# A second registry that requires authentication (htpasswd), for private image pulls.
+KTS_AUTH_REGISTRY_PORT=${KTS_AUTH_REGISTRY_PORT:-5001}
+KTS_AUTH_REGISTRY=127.0.0.1:$KTS_AUTH_REGISTRY_PORT
+KTS_AUTH_REGISTRY_USER=${KTS_AUTH_REGISTRY_USER:-kts-puller}
+KTS_AUTH_REGISTRY_PASSWORD=${KTS_AUTH_REGISTRY_PASSWORD:-kts-pull-password}
 
 # Test images; the tags are the names tests use, the content is built locally.
 KTS_PAUSE_IMAGE=$KTS_REGISTRY/kubelet-ts/pause:3.9
 KTS_BUSYBOX_IMAGE=$KTS_REGISTRY/kubelet-ts/busybox:1.36
 KTS_BUSYBOX_LATEST_IMAGE=$KTS_REGISTRY/kubelet-ts/busybox:latest
+# The busybox test image, served only with credentials by the authenticating registry.
+KTS_PRIVATE_IMAGE=$KTS_AUTH_REGISTRY/kubelet-ts/private-busybox:1.36
 
 kts_log() { printf '%s: %s\n' "${KTS_SCRIPT_NAME:-kubelet-ts}" "$*" >&2; }
 kts_die() { kts_log "error: $*"; exit 1; }

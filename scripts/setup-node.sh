@@ -28,9 +28,10 @@ done
 # openssl: the kubelet's self-signed serving certificate; e2fsprogs: the small loop-device
 # filesystem of the disk-pressure test; python3-prometheus-client: the
 # Prometheus text parser the metrics endpoints' tests check their output with;
-# libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for the native parsers' fuzz harnesses.
+# libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for the native parsers' fuzz harnesses;
+# apache2-utils: htpasswd, the bcrypt password file of the registry that requires authentication.
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static e2fsprogs
-  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client)
+  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client apache2-utils)
 
 missing_packages() {
   local pkg
@@ -79,6 +80,7 @@ if [ "$PACKAGES_ONLY" = 1 ]; then
 fi
 step "registry" "$KTS_SCRIPTS_DIR/registry.sh" start
 step "images" "$KTS_SCRIPTS_DIR/build-images.sh"
+step "auth registry" "$KTS_SCRIPTS_DIR/registry.sh" start-auth
 step "containerd" "$KTS_SCRIPTS_DIR/containerd.sh" start
 
 cat <<EOF
@@ -87,9 +89,10 @@ kubelet-ts node ready
   run dir:         $KTS_RUN_DIR (sockets, pid files)
   CRI endpoint:    unix://$KTS_RUN_DIR/containerd/containerd.sock
   registry:        http://$KTS_REGISTRY (storage $KTS_NODE_DIR/registry/storage)
+  auth registry:   http://$KTS_AUTH_REGISTRY (htpasswd user $KTS_AUTH_REGISTRY_USER; serves $KTS_PRIVATE_IMAGE)
   images:          $KTS_PAUSE_IMAGE
                    $KTS_BUSYBOX_IMAGE
                    $KTS_BUSYBOX_LATEST_IMAGE
   logs:            $KTS_LOG_DIR/{containerd,registry}.log
-  stop:            scripts/containerd.sh stop; scripts/registry.sh stop
+  stop:            scripts/containerd.sh stop; scripts/registry.sh stop; scripts/registry.sh stop-auth
 EOF

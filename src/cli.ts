@@ -85,7 +85,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
 
   let deps;
   try {
-    deps = await buildDependencies(config, flags, nodeNameFrom(flags.hostnameOverride), log);
+    deps = await buildDependencies(config, flags, nodeNameFrom(flags.hostnameOverride), log, undefined, apiClient);
     if (apiClient) deps = { ...deps, apiClient };
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });

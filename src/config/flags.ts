@@ -32,6 +32,10 @@ export interface KubeletFlags {
   nodeIP: string[];
   /** --node-labels: labels to add when registering the node. */
   nodeLabels?: Record<string, string>;
+  /** --image-credential-provider-config: the CredentialProviderConfig file; undefined = no plugins. */
+  imageCredentialProviderConfig?: string;
+  /** --image-credential-provider-bin-dir: where the credential-provider plugins' executables are. */
+  imageCredentialProviderBinDir?: string;
   /** -v / --v: log verbosity. Default 0. */
   verbosity: number;
   /** -h / --help was given: print usage() and exit. */
@@ -92,6 +96,10 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'If non-empty, use this string as identification instead of the actual hostname.' },
   { name: 'node-ip', kind: 'string', flagField: 'nodeIP', notDeprecated: true,
     help: 'IP address (or comma-separated dual-stack IP addresses) of the node. If unset, the node\'s default IPv4 address is used, or its default IPv6 address if it has none.' },
+  { name: 'image-credential-provider-config', kind: 'string', flagField: 'imageCredentialProviderConfig', notDeprecated: true,
+    help: 'The path to the credential provider plugin config file (a CredentialProviderConfig, kubelet.config.k8s.io/v1).' },
+  { name: 'image-credential-provider-bin-dir', kind: 'string', flagField: 'imageCredentialProviderBinDir', notDeprecated: true,
+    help: 'The path to the directory where credential provider plugin binaries are located.' },
   { name: 'v', short: 'v', kind: 'int', flagField: 'verbosity', defaultText: '0', notDeprecated: true,
     help: 'Number for the log level verbosity.' },
   { name: 'help', short: 'h', kind: 'bool', flagField: 'help', notDeprecated: true, help: 'Help for kubelet-ts.' },

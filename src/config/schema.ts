@@ -132,6 +132,8 @@ export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'l
   nodeIP: 'implemented',
   verbosity: 'implemented',
   help: 'implemented',
+  imageCredentialProviderConfig: 'implemented',
+  imageCredentialProviderBinDir: 'implemented',
 };
 
 /** The KubeletConfiguration fields kubelet-ts models (parses, defaults, validates). */

@@ -4,7 +4,8 @@
 import type { Container, Pod, PullPolicy } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import { defaultImagePullPolicy, parseImageReference } from '../api/defaults.js';
-import type { PodSandboxConfig } from '../runtime/cri-types.js';
+import type { AuthConfig, PodSandboxConfig } from '../runtime/cri-types.js';
+import type { PullCredentials } from '../credentialprovider/index.js';
 import { Backoff } from '../util/backoff.js';
 import { KubeletError } from '../util/errors.js';
 import { Reasons } from '../api/reasons.js';
@@ -23,7 +24,7 @@ export class ImageError extends KubeletError {
 /** The image calls the manager makes (a CriClient, or a test double): what it reads of the answers. */
 export interface ImageCri {
   imageStatus(image: { image: string }): Promise<{ image: { id: string } | null }>;
-  pullImage(image: { image: string }, auth: undefined, sandboxConfig: PodSandboxConfig | undefined, opts: { signal?: AbortSignal }): Promise<{ image_ref: string }>;
+  pullImage(image: { image: string }, auth: AuthConfig | undefined, sandboxConfig: PodSandboxConfig | undefined, opts: { signal?: AbortSignal }): Promise<{ image_ref: string }>;
 }
 
 export interface ImageManagerOptions {
@@ -35,6 +36,8 @@ export interface ImageManagerOptions {
   serializeImagePulls: boolean;
   /** Only when pulls are not serialized; 0 or undefined means unbounded (upstream's nil). */
   maxParallelImagePulls?: number;
+  /** The pod's pull secrets and the credential-provider plugins. Undefined: every pull is anonymous. */
+  credentials?: PullCredentials;
 }
 
 /** Adds `:latest` when the image names neither tag nor digest, as upstream does. */
@@ -109,7 +112,7 @@ export class ImageManager {
       throw new ImageError(ImagePullBackOff, `Back-off pulling image "${image}"`);
     }
     try {
-      const ref = await this.pull(image, sandboxConfig);
+      const ref = await this.pullWithCredentials(pod, image, sandboxConfig);
       this.backoff.reset(key);
       this.opts.log.info('Pulled image', { pod: podFullName(pod), container: container.name, image });
       return ref;
@@ -126,13 +129,45 @@ export class ImageManager {
     return res.image ? res.image.id : undefined;
   }
 
-  private pull(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
-    let p = this.inflight.get(image);
+  /**
+   * Pulls with each matching credential in turn until one works (upstream: pull secrets first,
+   * then plugins; no anonymous try once any matched); anonymously when none matched. A failed
+   * pull's message also says which plugins failed or secrets could not be read.
+   */
+  private async pullWithCredentials(pod: Pod, image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+    if (!this.opts.credentials) return this.pull(image, undefined, sandboxConfig);
+    const { creds, problems } = await this.opts.credentials.lookup(pod, image);
+    const note = problems.length > 0 ? ` (${problems.join('; ')})` : '';
+    if (creds.length === 0) {
+      try {
+        return await this.pull(image, undefined, sandboxConfig);
+      } catch (err) {
+        if (note) throw new Error(`${(err as Error).message}${note}`, { cause: err });
+        throw err;
+      }
+    }
+    const errs: string[] = [];
+    for (const c of creds) {
+      try {
+        return await this.pull(image, c.auth, sandboxConfig);
+      } catch (err) {
+        this.opts.log.info('Pulling with a credential failed', { image, credential: c.source, err: (err as Error).message });
+        errs.push((err as Error).message);
+      }
+    }
+    // upstream's aggregate error: one message as is, several in brackets.
+    throw new Error(`${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}${note}`);
+  }
+
+  private pull(image: string, auth: AuthConfig | undefined, sandboxConfig?: PodSandboxConfig): Promise<string> {
+    // Pulls of one image with the same credentials share one CRI call.
+    const key = auth ? `${image}\0${JSON.stringify(auth)}` : image;
+    let p = this.inflight.get(key);
     if (!p) {
       p = this.pulls
-        .run(async () => (await this.opts.cri.pullImage({ image }, undefined, sandboxConfig, { signal: this.opts.signal })).image_ref)
-        .finally(() => this.inflight.delete(image));
-      this.inflight.set(image, p);
+        .run(async () => (await this.opts.cri.pullImage({ image }, auth, sandboxConfig, { signal: this.opts.signal })).image_ref)
+        .finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
     }
     return p;
   }

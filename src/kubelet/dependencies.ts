@@ -13,6 +13,9 @@ import type { ProbeResultsView } from '../runtime/pod-actions.js';
 import type { ProbeRunner } from '../prober/types.js';
 import { createProbeRunner } from '../prober/runner.js';
 import { ImageManager } from '../images/image-manager.js';
+import { PullCredentials } from '../credentialprovider/index.js';
+import { registerCredentialProviderPlugins } from '../credentialprovider/plugin.js';
+import { ApiObjectSource, StandaloneObjectSource } from '../volumemanager/object-source.js';
 import type { PodCache } from '../pleg/cache.js';
 import { createPLEG, type Pleg, type PodLifecycleEvent } from '../pleg/index.js';
 import { createPlegMetrics } from '../pleg/metrics.js';
@@ -105,7 +108,7 @@ export interface NodeFacts {
 }
 
 /** The real dependencies for a node: containerd (or any CRI runtime), cgroupfs, the addon. */
-export async function buildDependencies(config: KubeletConfig, flags: KubeletFlags, nodeName: string, log: Logger, clock: Clock = realClock): Promise<KubeletDependencies & { cri: CriClient }> {
+export async function buildDependencies(config: KubeletConfig, flags: KubeletFlags, nodeName: string, log: Logger, clock: Clock = realClock, apiClient?: RestClient): Promise<KubeletDependencies & { cri: CriClient }> {
   const cri = new CriClient({
     runtimeEndpoint: config.containerRuntimeEndpoint,
     imageEndpoint: config.imageServiceEndpoint || undefined,
@@ -117,10 +120,20 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const cgroups = podCgroupManager(config, mounts, log);
   await setupDataDirs(flags.rootDir);
   const metrics = new Registry();
+  // Pull secrets are read through the volumes' object source (GET per pull: always current);
+  // standalone, reading one fails and the pull goes on without it, as upstream.
+  const credentials = new PullCredentials({
+    secrets: apiClient ? new ApiObjectSource({ client: apiClient, clock, strategy: 'Get' }) : new StandaloneObjectSource(),
+    providers: flags.imageCredentialProviderConfig
+      ? await registerCredentialProviderPlugins(flags.imageCredentialProviderConfig, flags.imageCredentialProviderBinDir, clock)
+      : [],
+    log,
+  });
   const images = new ImageManager({
     cri,
     clock,
     log,
+    credentials,
     serializeImagePulls: config.serializeImagePulls,
     maxParallelImagePulls: config.maxParallelImagePulls ?? undefined,
   });
