@@ -74,6 +74,7 @@ if (only !== '--unit' && integration.length) {
     if (!process.env.KTS_KEEP_RUNTIME) {
       await run('bash', [join(root, 'scripts', 'containerd.sh'), 'stop']);
       await run('bash', [join(root, 'scripts', 'registry.sh'), 'stop']);
+      await run('bash', [join(root, 'scripts', 'registry.sh'), 'stop-auth']);
     }
   }
 }
