@@ -8,29 +8,15 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import fc from 'fast-check';
 
-import { defaultKubeletConfig } from '../../src/config/index.js';
-import { KubeletServer, withMethods, type Handler } from '../../src/server/server.js';
-import { secureRoutes } from '../../src/server/secure.js';
-import { servingTLS } from '../../src/server/tls.js';
-import { unionAuthenticator, webhookTokenAuthenticator } from '../../src/server/auth/authn.js';
-import { webhookAuthorizer } from '../../src/server/auth/authz.js';
-import { KubeletGate } from '../../src/server/auth/gate.js';
-import { statsRoutes } from '../../src/stats/routes.js';
-import type { Summary } from '../../src/stats/summary.js';
-import { Registry } from '../../src/metrics/registry.js';
-import { FakeClock } from '../../src/util/clock.js';
-import { exchange, freePort, get, hostDouble, recordingLogger, type RawExchange } from './raw-http.js';
+import { startFuzzSecureServer, type FuzzSecureServer } from './fuzz-secure-server.js';
+import { exchange, get, type RawExchange } from './raw-http.js';
 
 const RUNS = Number(process.env.KTS_FUZZ_RUNS) || 400;
 const DEADLINE_MS = 10_000;
 // 406: /debug/flags/v answers any method but PUT so, as upstream
 const KNOWN = new Set([101, 200, 301, 400, 401, 403, 404, 405, 406, 408, 417, 431]);
-const summary: Summary = { node: { nodeName: 'node-a', startTime: new Date(1_767_225_600_000) }, pods: [] };
 
 const ROUTES = ['/pods', '/runningpods/', '/stats/summary', '/metrics', '/metrics/resource', '/metrics/cadvisor', '/healthz', '/healthz/syncloop',
   '/configz', '/logs/', '/logs/syslog', '/logs/dir/', '/logs/nope', '/containerLogs/ns/pod/c', '/exec/ns/pod/c', '/attach/ns/pod/c',
@@ -109,53 +95,16 @@ function check(g: Generated, ex: RawExchange): void {
 }
 
 describe('fuzzing the secure port\'s routes', { timeout: 180_000 }, () => {
-  let server: KubeletServer;
   let port: number;
-  let dir: string;
+  let fixture: FuzzSecureServer;
   const statuses = new Map<string, number>();
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'kts-fuzz-secure-'));
-    mkdirSync(join(dir, 'varlog', 'dir'), { recursive: true });
-    writeFileSync(join(dir, 'varlog', 'syslog'), 'line\n');
-    const clock = new FakeClock();
-    const log = recordingLogger();
-    const config = defaultKubeletConfig();
-    config.enableProfilingHandler = false;
-    const streaming = (name: string): Handler => Object.assign(withMethods(['GET', 'POST'], (_req, res) => { res.writeHead(200); res.end(name); }), {
-      upgrade: (_req: unknown, socket: import('node:stream').Duplex) => { socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n'); },
-    });
-    const routes = secureRoutes({
-      config, clock,
-      statsRoutes: statsRoutes({ getSummary: () => Promise.resolve(summary) }),
-      metrics: new Registry(),
-      cadvisor: { getSummary: () => Promise.resolve(summary), getPods: () => [], podCgroupName: () => '' },
-      runningPods: () => [],
-      streaming: new Map(['/containerLogs/', '/exec/', '/attach/', '/portForward/', '/run/'].map((p) => [p, streaming(p)])),
-      systemLogRoot: join(dir, 'varlog'),
-    });
-    const gate = new KubeletGate({
-      nodeName: 'node-a',
-      authenticator: unionAuthenticator([webhookTokenAuthenticator(async (t) => (t === 'good' || t === 'denied'
-        ? { authenticated: true, user: { username: t } } : { authenticated: false }), clock, 120_000)], false),
-      authorizer: webhookAuthorizer(async (spec) => ({ allowed: spec.user === 'good' }), clock, { authorizedMs: 300_000, unauthorizedMs: 30_000 }),
-      fineGrained: true,
-      log,
-    });
-    const tls = await servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log });
-    port = await freePort();
-    server = new KubeletServer({
-      host: hostDouble(), log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0,
-      secure: { address: '127.0.0.1', port, tls: tls.options, gate, routes },
-      limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, connectionsCheckingIntervalMs: 25, socketIdleTimeoutMs: 1000, keepAliveTimeoutMs: 200, rejectLingerMs: 200, maxConnections: 64 },
-    });
-    await server.start();
+    fixture = await startFuzzSecureServer('kts-fuzz-secure-');
+    ({ port } = fixture);
   });
 
-  after(async () => {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => fixture.close());
 
   it(`answers or closes every generated request with the gate's verdict, and keeps serving (${RUNS} runs)`, async (t) => {
     await fc.assert(
