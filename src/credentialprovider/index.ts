@@ -6,7 +6,7 @@
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../util/log.js';
 import { errorMessage } from '../util/errors.js';
-import { addPullSecret, DockerKeyring, type PullSecret, type TrackedAuth } from './keyring.js';
+import { addPullSecret, CredentialError, DockerKeyring, type PullSecret, type TrackedAuth } from './keyring.js';
 import type { PluginProvider } from './plugin.js';
 
 export { CredentialError, DockerKeyring, addPullSecret, urlsMatch, type TrackedAuth } from './keyring.js';
@@ -77,7 +77,7 @@ export class PullCredentials {
       const name = ref?.name;
       if (!name) continue;
       try {
-        if (!this.o.secrets) throw new Error('no secret source');
+        if (!this.o.secrets) throw new CredentialError('no secret source (standalone: pull secrets cannot be read)');
         secrets.push(await this.o.secrets.getSecret(ns, name));
       } catch (err) {
         this.o.log.info('Unable to retrieve pull secret, the image pull may not succeed.', { pod: `${ns}/${pod.metadata.name}`, secret: `${ns}/${name}`, err: errorMessage(err) });

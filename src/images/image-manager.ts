@@ -142,7 +142,7 @@ export class ImageManager {
       try {
         return await this.pull(image, undefined, sandboxConfig);
       } catch (err) {
-        if (note) throw new Error(`${(err as Error).message}${note}`, { cause: err });
+        if (note) throw new ImageError(ErrImagePull, `${(err as Error).message}${note}`, { cause: err });
         throw err;
       }
     }
@@ -156,7 +156,7 @@ export class ImageManager {
       }
     }
     // upstream's aggregate error: one message as is, several in brackets.
-    throw new Error(`${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}${note}`);
+    throw new ImageError(ErrImagePull, `${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}${note}`);
   }
 
   private pull(image: string, auth: AuthConfig | undefined, sandboxConfig?: PodSandboxConfig): Promise<string> {
