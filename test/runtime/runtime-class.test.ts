@@ -98,6 +98,8 @@ async function manager(t: { after(fn: () => Promise<void>): void }, hooks: Pick<
     podSandboxStatus: async () => ({ status: { network: { ip: '10.1.0.5', additional_ips: [] } } }),
     createContainer: async (_sb: string, config: ContainerConfig) => { rec.containers.push(config); return { container_id: `c${rec.containers.length}` }; },
     startContainer: async () => undefined,
+    // the image's user, read for every start as upstream's getImageUser (none set: root)
+    imageStatus: async () => ({ image: { id: 'sha256:x' } }),
   };
   const m = new RuntimeManager({
     cri: cri as unknown as RuntimeManagerOptions['cri'],
