@@ -151,13 +151,14 @@ function timeWait(port: number): number {
 
 test('http and tcp probes leave no socket in TIME_WAIT', async () => {
   const { server, port } = await listen((_q, s) => s.end('ok'));
+  const timeWaitBefore = timeWait(port); // another test's client may have used this port number
   try {
     for (let i = 0; i < 40; i++) {
       assert.equal((await httpProbe(req(port, '/'))).result, 'success');
       assert.equal((await tcpProbe({ kind: 'tcp', host: '127.0.0.1', port, timeoutMs: 1000 })).result, 'success');
     }
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(timeWait(port), 0);
+    assert.ok(timeWait(port) <= timeWaitBefore, `${timeWait(port)} sockets in TIME_WAIT on port ${port}, ${timeWaitBefore} before the probes`);
   } finally {
     await close(server);
   }
@@ -250,10 +251,13 @@ test('grpc probe: SERVING is success; NOT_SERVING, an unknown service, no health
 test('grpc probes leave no socket in TIME_WAIT and no handle open', async () => {
   const { server, port } = await healthServer({ '': 1 });
   const before = tcpHandles();
+  // another test's client connection that used this port number as its ephemeral port may
+  // still be in TIME_WAIT (the listener binds with SO_REUSEADDR): none may be added
+  const timeWaitBefore = timeWait(port);
   try {
     for (let i = 0; i < 30; i++) assert.equal((await grpcProbe({ kind: 'grpc', host: '127.0.0.1', port, service: '', timeoutMs: 2000 })).result, 'success');
     for (let i = 0; i < 100 && tcpHandles() > before; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(timeWait(port), 0);
+    assert.ok(timeWait(port) <= timeWaitBefore, `${timeWait(port)} sockets in TIME_WAIT on port ${port}, ${timeWaitBefore} before the probes`);
     assert.equal(tcpHandles(), before);
   } finally {
     server.forceShutdown();
