@@ -315,14 +315,13 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
 
     it('4.2.13: the static pod\'s cgroup has pids.max 1024', async () => {
       const uid = await waitFor(async () => {
-        const list = JSON.parse((await secure(k.port, 'GET', '/pods', apiClient)).body) as { items: Array<{ metadata: { name: string; uid: string } }> };
-        return list.items.find((p) => p.metadata.name.startsWith('cis-pids-'))?.metadata.uid;
-      }, WAIT, 'the static pod in /pods');
-      const pidsMax = await waitFor(async () => {
-        const file = findPodCgroupFile(uid, 'pids.max');
-        return file ? readFileSync(file, 'utf8').trim() : undefined;
-      }, WAIT, `the pod cgroup of ${uid}`);
-      assert.equal(pidsMax, '1024');
+        const list = JSON.parse((await secure(k.port, 'GET', '/pods', apiClient)).body) as { items: Array<{ metadata: { name: string; uid: string }; status?: { phase?: string } }> };
+        // Running: the pod cgroup was made and configured before its sandbox started
+        return list.items.find((p) => p.metadata.name.startsWith('cis-pids-') && p.status?.phase === 'Running')?.metadata.uid;
+      }, WAIT, 'the static pod Running in /pods');
+      const file = findPodCgroupFile(uid, 'pids.max');
+      assert.ok(file, `the pod cgroup of ${uid}`);
+      assert.equal(readFileSync(file, 'utf8').trim(), '1024');
     });
 
     it('closes the secure port to anonymous peers (401, POST /run/ too) and the read-only port 10255', async () => {
