@@ -4,7 +4,7 @@
 
 import type { Container, Pod } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
-import { hashContainer } from './container-hash.js';
+import { containerHashMatches } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
 
 export interface ContainerToKill {
@@ -100,7 +100,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     const s = latest.get(c.name);
     if (isRestartableInit(c)) {
       if (s?.state === 'running') {
-        if (s.hash !== hashContainer(c)) {
+        if (!containerHashMatches(c, s.hash)) {
           actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Init container spec hash changed' });
           actions.initContainersToStart.push(i);
         }
@@ -151,7 +151,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
       if (shouldContainerBeRestarted(c, pod, status)) actions.containersToStart.push(i);
       return;
     }
-    if (s.hash !== hashContainer(c)) {
+    if (!containerHashMatches(c, s.hash)) {
       actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed` });
       actions.containersToStart.push(i);
       return;
