@@ -101,7 +101,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     if (isRestartableInit(c)) {
       if (s?.state === 'running') {
         if (!containerHashMatches(c, s.hash)) {
-          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Init container spec hash changed' });
+          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} definition changed` });
           actions.initContainersToStart.push(i);
         }
         continue;
@@ -152,7 +152,8 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
       return;
     }
     if (!containerHashMatches(c, s.hash)) {
-      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed` });
+      // upstream restarts on a definition change whatever the policy, and says so
+      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed, will be restarted` });
       actions.containersToStart.push(i);
       return;
     }

@@ -394,7 +394,11 @@ for (const row of adoptRows) {
       assert.deepEqual(got.initContainersToStart, []);
     } else {
       assert.deepEqual(got.containersToKill.map((k) => k.name).sort(), ['sidecar1', 'test_container']);
-      assert.ok(got.containersToKill.some((k) => k.reason === 'Container test_container definition changed'));
+      // upstream's kill messages (computePodActions, computeInitContainerActions)
+      assert.deepEqual(
+        got.containersToKill.map((k) => k.reason).sort(),
+        ['Container test_container definition changed, will be restarted', 'Init container sidecar1 definition changed'],
+      );
       assert.deepEqual(got.containersToStart, [0]);
       assert.deepEqual(got.initContainersToStart, [0]);
     }
