@@ -2,7 +2,8 @@
 // kubecontainer.HashContainer, pkg/kubelet/container/helpers.go), as upstream 1.31-1.34 compute
 // it, so that a container started by the upstream kubelet is adopted rather than restarted:
 //   - only two fields are hashed, through a map {"name": container.Name, "image": container.Image}
-//     (pickFieldsToHash; every other field of a pod's container is immutable through the API);
+//     (pickFieldsToHash: a pod update may change only the image; resources change by a resize,
+//     which restarts nothing; a static pod edited in its file gets a new UID, so a new pod);
 //   - the map goes through Go's json.Marshal: keys sorted ("image" before "name"), strings
 //     escaped as encoding/json does (HTML characters too), an absent image is "";
 //   - those JSON bytes, a []byte, go to hashutil.DeepHashObject, which writes go-spew's "%#v"
