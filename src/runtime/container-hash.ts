@@ -1,21 +1,21 @@
-// The container spec hash written to io.kubernetes.container.hash (upstream:
-// kubecontainer.HashContainer). A running container whose recorded hash differs from the
-// hash of its current spec is restarted, so the hash must be stable for an unchanged spec
-// (across key order, restarts of kubelet-ts and Node versions) and change on any edit.
+// The container hash written to io.kubernetes.container.hash (upstream:
+// kubecontainer.HashContainer, pkg/kubelet/container/helpers.go), as upstream 1.31-1.34 compute
+// it, so that a container started by the upstream kubelet is adopted rather than restarted:
+//   - only two fields are hashed, through a map {"name": container.Name, "image": container.Image}
+//     (pickFieldsToHash: a pod update may change only the image; resources change by a resize,
+//     which restarts nothing; a static pod edited in its file gets a new UID, so a new pod);
+//   - the map goes through Go's json.Marshal: keys sorted ("image" before "name"), strings
+//     escaped as encoding/json does (HTML characters too), an absent image is "";
+//   - those JSON bytes, a []byte, go to hashutil.DeepHashObject, which writes go-spew's "%#v"
+//     rendering of the value (ConfigState Indent " ", SortKeys, DisableMethods, SpewKeys) into
+//     FNV-32a. For a []byte that rendering is the type then the bytes in decimal:
+//     ([]uint8)[123 34 105 ...] - it is that text, not the JSON, which is hashed;
+//   - the 32-bit sum is written in lowercase hex without padding (strconv.FormatUint(h, 16)).
+// Upstream 1.31 dropped the second label (io.kubernetes.container.hashWithoutResources); it is
+// neither written nor read here.
 //
-// Covered: the whole v1.Container object as upstream 1.30 hashes it (its JSON form, every
-// field, unknown pass-through fields included). Upstream hashes Go's json.Marshal output with
-// FNV-32a; we cannot reproduce Go's field order and omitempty rules for every field, so we
-// hash a canonical JSON instead:
-//   - object keys sorted (code-unit order), so key order never matters;
-//   - absent, null, '' , [] and {} dropped (what Go's omitempty drops for nil/empty), so an
-//     explicit empty value hashes like a missing one;
-//   - false and 0 kept (they are meaningful for pointer fields such as privileged);
-//   - resource quantities under resources.limits / resources.requests replaced by their exact
-//     amount ("0.5", "500m" and 0.5 are the same CPU), as upstream's canonical Quantity JSON;
-//   - array order kept (env, ports, args are ordered).
-// The result is FNV-32a over the UTF-8 bytes, in lowercase hex without padding, as upstream
-// formats it (strconv.FormatUint(h, 16)).
+// Older kubelet-ts releases wrote a hash of the whole container spec (legacyKubeletTsHash below);
+// containerHashMatches accepts it too, so upgrading kubelet-ts does not restart what it started.
 
 import type { Container } from '../api/types.js';
 import { parseQuantity } from '../api/quantity.js';
@@ -34,23 +34,84 @@ export function fnv32a(s: string): number {
   return h >>> 0;
 }
 
+/** Go's encoding/json string encoding (HTML-safe, as json.Marshal uses it; Go 1.22+ escapes). */
+export function goJSONString(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (cp === 0x22) out += '\\"';
+    else if (cp === 0x5c) out += '\\\\';
+    else if (cp === 0x0a) out += '\\n';
+    else if (cp === 0x0d) out += '\\r';
+    else if (cp === 0x09) out += '\\t';
+    else if (cp === 0x08) out += '\\b';
+    else if (cp === 0x0c) out += '\\f';
+    else if (cp < 0x20 || cp === 0x3c || cp === 0x3e || cp === 0x26 || cp === 0x2028 || cp === 0x2029) {
+      out += `\\u${cp.toString(16).padStart(4, '0')}`;
+    } else if (cp >= 0xd800 && cp <= 0xdfff) {
+      // a lone surrogate cannot come from valid UTF-8; Go writes the escaped replacement character
+      out += '\\ufffd';
+    } else out += ch;
+  }
+  return `${out}"`;
+}
+
+/** go-spew's "%#v" rendering of a []byte: the type, then each byte in decimal. */
+export function spewByteSlice(bytes: Uint8Array): string {
+  return `([]uint8)[${Array.from(bytes).join(' ')}]`;
+}
+
+/** The JSON upstream hashes: json.Marshal(map[string]string{"name", "image"}), keys sorted. */
+export function upstreamHashedJSON(c: Container): string {
+  const image = typeof c.image === 'string' ? c.image : '';
+  const name = typeof c.name === 'string' ? c.name : '';
+  return `{"image":${goJSONString(image)},"name":${goJSONString(name)}}`;
+}
+
 /**
  * Hashes by container object: a pod's spec is replaced, never edited in place, when it changes,
  * and every resync (1000 pods: ~17 a second) hashes each of its containers again.
  */
 const hashes = new WeakMap<Container, string>();
+const legacyHashes = new WeakMap<Container, string>();
 
 /** The hash of a container spec, as the io.kubernetes.container.hash annotation carries it. */
 export function hashContainer(c: Container): string {
   let h = hashes.get(c);
   if (h === undefined) {
-    h = fnv32a(canonicalContainerJSON(c)).toString(16);
+    h = fnv32a(spewByteSlice(Buffer.from(upstreamHashedJSON(c), 'utf8'))).toString(16);
     hashes.set(c, h);
   }
   return h;
 }
 
-/** The canonical JSON text the hash is taken over (exported for tests and debugging). */
+/**
+ * The hash older kubelet-ts releases wrote: FNV-32a of a canonical JSON of the whole spec
+ * (see canonicalContainerJSON). Only read, to keep the containers they started.
+ */
+export function legacyKubeletTsHash(c: Container): string {
+  let h = legacyHashes.get(c);
+  if (h === undefined) {
+    h = fnv32a(canonicalContainerJSON(c)).toString(16);
+    legacyHashes.set(c, h);
+  }
+  return h;
+}
+
+/**
+ * True when a running container's recorded hash says it runs spec `c`: the upstream hash
+ * (what we write, and what the upstream kubelet wrote) or the legacy kubelet-ts hash of the
+ * same spec (containers started before kubelet-ts switched to upstream's hash).
+ */
+export function containerHashMatches(c: Container, recorded: string | undefined): boolean {
+  return recorded === hashContainer(c) || recorded === legacyKubeletTsHash(c);
+}
+
+/**
+ * The canonical JSON the legacy hash is taken over: keys sorted; absent, null, '', [] and {}
+ * dropped; false and 0 kept; resources.limits/requests quantities replaced by their exact amount;
+ * array order kept.
+ */
 export function canonicalContainerJSON(c: Container): string {
   return canonicalJSON(normalize(c as unknown, []) ?? {});
 }

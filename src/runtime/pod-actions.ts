@@ -4,7 +4,7 @@
 
 import type { Container, Pod } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
-import { hashContainer } from './container-hash.js';
+import { containerHashMatches } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
 
 export interface ContainerToKill {
@@ -100,8 +100,8 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     const s = latest.get(c.name);
     if (isRestartableInit(c)) {
       if (s?.state === 'running') {
-        if (s.hash !== hashContainer(c)) {
-          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Init container spec hash changed' });
+        if (!containerHashMatches(c, s.hash)) {
+          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} definition changed` });
           actions.initContainersToStart.push(i);
         }
         continue;
@@ -151,8 +151,9 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
       if (shouldContainerBeRestarted(c, pod, status)) actions.containersToStart.push(i);
       return;
     }
-    if (s.hash !== hashContainer(c)) {
-      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed` });
+    if (!containerHashMatches(c, s.hash)) {
+      // upstream restarts on a definition change whatever the policy, and says so
+      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed, will be restarted` });
       actions.containersToStart.push(i);
       return;
     }

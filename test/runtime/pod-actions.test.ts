@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod, RestartPolicy } from '../../src/api/types.js';
 import { computePodActions, type PodActions, type ProbeResultsView } from '../../src/runtime/pod-actions.js';
-import { hashContainer } from '../../src/runtime/container-hash.js';
+import { hashContainer, legacyKubeletTsHash } from '../../src/runtime/container-hash.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -358,5 +358,49 @@ for (const row of probeRows) {
     assert.equal(got.killPod, false);
     assert.deepEqual(got.containersToStart, row.start);
     assert.deepEqual(got.containersToKill.map((k) => ({ name: k.name, reason: k.reason, ...(k.gracePeriodOverride !== undefined ? { grace: k.gracePeriodOverride } : {}) })), row.kill);
+  });
+}
+
+// ---- adoption: which recorded hashes keep a running container ----
+
+/** A pod whose one container (and one sidecar) is upstream's TestHashContainer spec. */
+function adoptPod(): Pod {
+  const c: Container = { name: 'test_container', image: 'foo/image:v1', args: ['/bin/sh', '-c', 'echo abc'], ports: [{ containerPort: 8001 }] };
+  const sidecar: Container = { name: 'sidecar1', image: 'busybox', command: ['sleep', 'inf'], restartPolicy: 'Always' };
+  return { metadata: { uid: 'uid-1', name: 'foo', namespace: 'default' }, spec: { initContainers: [sidecar], containers: [c], restartPolicy: 'Always' } };
+}
+
+const adoptRows: { name: string; hash: (c: Container) => string; kept: boolean }[] = [
+  // 8e45cbd0: what upstream 1.31-1.34 wrote for this spec (its TestHashContainer golden value)
+  { name: 'the hash the upstream kubelet wrote (golden 8e45cbd0) is kept', hash: (c) => (c.name === 'test_container' ? '8e45cbd0' : hashContainer(c)), kept: true },
+  { name: 'the upstream hash of its spec is kept', hash: (c) => hashContainer(c), kept: true },
+  { name: 'the legacy kubelet-ts hash of its spec is kept (kubelet-ts upgrade)', hash: (c) => legacyKubeletTsHash(c), kept: true },
+  { name: 'an unrelated hash is restarted', hash: () => 'deadbeef', kept: false },
+  { name: 'the legacy hash of another spec (other image) is restarted', hash: (c) => legacyKubeletTsHash({ ...c, image: 'other:1' }), kept: false },
+];
+
+for (const row of adoptRows) {
+  test(`computePodActions adoption: ${row.name}`, () => {
+    const pod = adoptPod();
+    const [sidecar] = pod.spec.initContainers!;
+    const [main] = pod.spec.containers;
+    const st = status([sandbox()], [ctr(pod, 'sidecar1', { hash: row.hash(sidecar!) }), ctr(pod, 'test_container', { hash: row.hash(main!) })]);
+    const got = computePodActions(pod, st);
+    assert.equal(got.killPod, false);
+    assert.equal(got.createSandbox, false);
+    if (row.kept) {
+      assert.deepEqual(got.containersToKill, [], `nothing killed (got ${JSON.stringify(got)})`);
+      assert.deepEqual(got.containersToStart, []);
+      assert.deepEqual(got.initContainersToStart, []);
+    } else {
+      assert.deepEqual(got.containersToKill.map((k) => k.name).sort(), ['sidecar1', 'test_container']);
+      // upstream's kill messages (computePodActions, computeInitContainerActions)
+      assert.deepEqual(
+        got.containersToKill.map((k) => k.reason).sort(),
+        ['Container test_container definition changed, will be restarted', 'Init container sidecar1 definition changed'],
+      );
+      assert.deepEqual(got.containersToStart, [0]);
+      assert.deepEqual(got.initContainersToStart, [0]);
+    }
   });
 }

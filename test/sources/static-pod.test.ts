@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
+import { hashContainer } from '../../src/runtime/container-hash.js';
 import {
   applyStaticPodDefaults,
   canonicalJSON,
@@ -38,6 +39,24 @@ describe('static pod naming and UID', () => {
     assert.notEqual(computeStaticPodUID(pod(), { ...ORIGIN, nodeName: 'node2' }), base);
     assert.notEqual(computeStaticPodUID(pod(), { ...ORIGIN, location: '/etc/kubernetes/manifests/web2.yaml' }), base);
     assert.notEqual(computeStaticPodUID(pod(), { source: 'http', location: ORIGIN.location, nodeName: 'Node1' }), base);
+  });
+
+  it('an edit the container hash does not cover (command, args, env) still gives a new UID: the pod is replaced', () => {
+    // upstream 1.31+ hashes only a container's name and image; other fields of a static pod change
+    // only by editing its file, and the content-derived UID makes that edit a new pod
+    const edits: ((p: Pod) => void)[] = [
+      (p) => (p.spec.containers[0]!.command = ['nginx', '-g', 'daemon off;']),
+      (p) => (p.spec.containers[0]!.args = ['--debug']),
+      (p) => (p.spec.containers[0]!.env = [{ name: 'A', value: '1' }]),
+      (p) => (p.spec.containers[0]!.resources = { limits: { memory: '64Mi' } }),
+    ];
+    const base = computeStaticPodUID(pod(), ORIGIN);
+    for (const edit of edits) {
+      const edited = pod();
+      edit(edited);
+      assert.equal(hashContainer(edited.spec.containers[0]!), hashContainer(pod().spec.containers[0]!), 'the container hash does not see it');
+      assert.notEqual(computeStaticPodUID(edited, ORIGIN), base, `UID after ${JSON.stringify(edited.spec.containers[0])}`);
+    }
   });
 
   it('applies the static pod treatment', () => {
