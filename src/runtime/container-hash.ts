@@ -99,6 +99,33 @@ export function legacyKubeletTsHash(c: Container): string {
 }
 
 /**
+ * kubelet-ts's own annotation: the hash of the resources a container was created with. The
+ * upstream hash covers name and image only, and a resize through the API changes resources in
+ * place; kubelet-ts has no in-place resize yet, so a container whose resources changed is
+ * restarted with the new ones rather than left running with the old (a dropped setting).
+ * Containers without it (started by the upstream kubelet) are not compared.
+ */
+export const RESOURCES_HASH_ANNOTATION = 'kubelet-ts.io/resources-hash';
+
+const resourcesHashes = new WeakMap<Container, string>();
+
+/** FNV-32a of the canonical JSON of the container's resources (quantities by their exact amount). */
+export function resourcesHash(c: Container): string {
+  let h = resourcesHashes.get(c);
+  if (h === undefined) {
+    h = fnv32a(canonicalContainerJSON({ name: '', resources: c.resources } as Container)).toString(16);
+    resourcesHashes.set(c, h);
+  }
+  return h;
+}
+
+/** True when the container was created with other resources than spec `c` asks for (by our annotation; none recorded: false). */
+export function resourcesChanged(c: Container, annotations: Record<string, string> | undefined): boolean {
+  const recorded = annotations?.[RESOURCES_HASH_ANNOTATION];
+  return recorded !== undefined && recorded !== resourcesHash(c);
+}
+
+/**
  * True when a running container's recorded hash says it runs spec `c`: the upstream hash
  * (what we write, and what the upstream kubelet wrote) or the legacy kubelet-ts hash of the
  * same spec (containers started before kubelet-ts switched to upstream's hash).

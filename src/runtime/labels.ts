@@ -5,7 +5,7 @@
 
 import type { Container, ContainerPort, LifecycleHandler, Pod } from '../api/types.js';
 import { isValidPodIdentity, podIdentityErrors } from '../api/validation.js';
-import { hashContainer } from './container-hash.js';
+import { hashContainer, RESOURCES_HASH_ANNOTATION, resourcesHash } from './container-hash.js';
 
 // Labels (pkg/kubelet/types/labels.go): selectable, so the runtime can filter on them.
 export const KUBERNETES_POD_NAME_LABEL = 'io.kubernetes.pod.name';
@@ -98,6 +98,7 @@ export function newContainerAnnotations(
   // Extra annotations (upstream: device plugins') go first so the kubelet's own always win.
   const annotations: Record<string, string> = { ...(extra ?? {}) };
   annotations[CONTAINER_HASH_LABEL] = hashContainer(container);
+  annotations[RESOURCES_HASH_ANNOTATION] = resourcesHash(container);
   annotations[CONTAINER_RESTART_COUNT_LABEL] = String(Math.trunc(restartCount));
   annotations[CONTAINER_TERMINATION_MESSAGE_PATH_LABEL] = container.terminationMessagePath ?? '';
   annotations[CONTAINER_TERMINATION_MESSAGE_POLICY_LABEL] = container.terminationMessagePolicy ?? '';

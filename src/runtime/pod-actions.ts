@@ -4,7 +4,7 @@
 
 import type { Container, Pod } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
-import { containerHashMatches } from './container-hash.js';
+import { containerHashMatches, resourcesChanged } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
 
 export interface ContainerToKill {
@@ -103,6 +103,9 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
         if (!containerHashMatches(c, s.hash)) {
           actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} definition changed` });
           actions.initContainersToStart.push(i);
+        } else if (resourcesChanged(c, s.annotations)) {
+          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} resources changed (in-place resize is not implemented), will be restarted` });
+          actions.initContainersToStart.push(i);
         }
         continue;
       }
@@ -154,6 +157,12 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     if (!containerHashMatches(c, s.hash)) {
       // upstream restarts on a definition change whatever the policy, and says so
       actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} definition changed, will be restarted` });
+      actions.containersToStart.push(i);
+      return;
+    }
+    if (resourcesChanged(c, s.annotations)) {
+      // a resize through the API: no in-place resize here yet, so the new resources take effect by a restart
+      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} resources changed (in-place resize is not implemented), will be restarted` });
       actions.containersToStart.push(i);
       return;
     }

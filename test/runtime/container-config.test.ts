@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Container, Pod } from '../../src/api/types.js';
-import { hashContainer } from '../../src/runtime/container-hash.js';
+import { hashContainer, resourcesHash } from '../../src/runtime/container-hash.js';
 import {
   buildContainerLogsPath,
   containerLogsDirectory,
@@ -213,6 +213,7 @@ describe('generateContainerConfig', () => {
       },
       annotations: {
         'io.kubernetes.container.hash': hashContainer(c),
+        'kubelet-ts.io/resources-hash': resourcesHash(c),
         'io.kubernetes.container.restartCount': '2',
         'io.kubernetes.container.terminationMessagePath': '/dev/termination-log',
         'io.kubernetes.container.terminationMessagePolicy': 'File',

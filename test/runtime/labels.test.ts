@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container, Pod } from '../../src/api/types.js';
-import { hashContainer } from '../../src/runtime/container-hash.js';
+import { hashContainer, resourcesHash } from '../../src/runtime/container-hash.js';
 import {
   CONTAINER_HASH_LABEL,
   CONTAINER_PORTS_LABEL,
@@ -115,6 +115,7 @@ describe('container annotations', () => {
     const a = newContainerAnnotations(c, webPod(), 3);
     assert.deepEqual(a, {
       'io.kubernetes.container.hash': hashContainer(c),
+      'kubelet-ts.io/resources-hash': resourcesHash(c),
       'io.kubernetes.container.restartCount': '3',
       'io.kubernetes.container.terminationMessagePath': '/dev/termination-log',
       'io.kubernetes.container.terminationMessagePolicy': 'File',

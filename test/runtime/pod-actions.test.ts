@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod, RestartPolicy } from '../../src/api/types.js';
 import { computePodActions, type PodActions, type ProbeResultsView } from '../../src/runtime/pod-actions.js';
-import { hashContainer, legacyKubeletTsHash } from '../../src/runtime/container-hash.js';
+import { hashContainer, legacyKubeletTsHash, RESOURCES_HASH_ANNOTATION, resourcesHash } from '../../src/runtime/container-hash.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -404,3 +404,32 @@ for (const row of adoptRows) {
     }
   });
 }
+
+// ---- resources: no in-place resize yet, so a resize restarts (never silently left unapplied) ----
+
+test('computePodActions: a container created with other resources (by kubelet-ts\'s annotation) is restarted with the new ones; equal amounts written differently, or no annotation (the upstream kubelet\'s), are kept', () => {
+  const pod = adoptPod();
+  const [sidecar] = pod.spec.initContainers!;
+  const [main] = pod.spec.containers;
+  main!.resources = { limits: { cpu: '500m', memory: '128Mi' } };
+  sidecar!.resources = { requests: { cpu: '100m' } };
+  const created = (c: Container, resources: Container['resources']) => ({ [RESOURCES_HASH_ANNOTATION]: resourcesHash({ ...c, resources }) });
+  const run = (mainAnn: Record<string, string>, sideAnn: Record<string, string>) => computePodActions(pod, status([sandbox()], [
+    ctr(pod, 'sidecar1', { annotations: sideAnn }), ctr(pod, 'test_container', { annotations: mainAnn }),
+  ]));
+
+  // created with what the spec says now, written as other quantities of the same amount: kept
+  const same = run(created(main!, { limits: { cpu: '0.5', memory: `${128 * 1024 * 1024}` } }), created(sidecar!, { requests: { cpu: '0.1' } }));
+  assert.deepEqual(same.containersToKill, []);
+  // no annotation: adopted as it runs
+  assert.deepEqual(run({}, {}).containersToKill, []);
+
+  // resized: both restarted, saying why
+  const resized = run(created(main!, { limits: { cpu: '250m', memory: '128Mi' } }), created(sidecar!, {}));
+  assert.deepEqual(resized.containersToKill.map((k) => k.reason).sort(), [
+    'Container test_container resources changed (in-place resize is not implemented), will be restarted',
+    'Init container sidecar1 resources changed (in-place resize is not implemented), will be restarted',
+  ]);
+  assert.deepEqual(resized.containersToStart, [0]);
+  assert.deepEqual(resized.initContainersToStart, [0]);
+});
