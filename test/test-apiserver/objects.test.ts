@@ -296,7 +296,7 @@ describe('test API server: objects', () => {
     const nodesRes = core.body.resources.find((r: any) => r.name === 'nodes');
     assert.equal(nodesRes.namespaced, false);
     const groups = await call(s, 'GET', '/apis');
-    assert.deepEqual(groups.body.groups.map((g: any) => g.name), ['coordination.k8s.io']);
+    assert.deepEqual(groups.body.groups.map((g: any) => g.name), ['coordination.k8s.io', 'certificates.k8s.io']);
     const coord = await call(s, 'GET', '/apis/coordination.k8s.io/v1');
     assert.equal(coord.body.resources[0].kind, 'Lease');
     assert.equal((await call(s, 'GET', '/version')).body.major, '1');
