@@ -4,10 +4,15 @@
 # test/fixtures/test-apiserver/README.md) and kubelet-ts joined to it on the containerd that
 # setup-node.sh sets up, writes a kubeconfig for kubectl and prints the kubectl commands to
 # try. Ctrl-C stops both; pods keep running, as with the kubelet.
-# Usage: try-cluster.sh [extra kubelet-ts flags]
+# Usage: try-cluster.sh [--join] [extra kubelet-ts flags]
+#   --join: the node joins as with kubeadm join: a bootstrap token is created, kubelet-ts starts
+#   with only a bootstrap kubeconfig, its CertificateSigningRequest is approved with kubectl,
+#   and the node becomes Ready with the certificate it was issued.
 # Environment: KTS_TRY_DIR (default: a new temp dir), KTS_API_PORT (default 6443).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+JOIN=
+if [ "${1:-}" = "--join" ]; then JOIN=1; shift; fi
 
 bash scripts/setup-node.sh
 npm install --no-audit --no-fund
@@ -68,9 +73,43 @@ as there is no scheduler.
 Logs: $DIR/apiserver.log. Ctrl-C stops kubelet-ts and the test API server.
 MSG
 
+KUBECONFIG_FLAGS=(--kubeconfig "$DIR/kubelet.kubeconfig")
+if [ -n "$JOIN" ]; then
+  # A bootstrap token as kubeadm makes one: Secret kube-system/bootstrap-token-<id>.
+  TOKEN_ID=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
+  TOKEN_SECRET=$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 16)
+  ADMIN=(kubectl --kubeconfig "$DIR/admin.kubeconfig")
+  "${ADMIN[@]}" -n kube-system create secret generic "bootstrap-token-$TOKEN_ID" \
+    --type bootstrap.kubernetes.io/token --from-literal=token-id="$TOKEN_ID" --from-literal=token-secret="$TOKEN_SECRET" \
+    --from-literal=usage-bootstrap-authentication=true --from-literal=usage-bootstrap-signing=true \
+    --from-literal=auth-extra-groups=system:bootstrappers:kubeadm:default-node-token >/dev/null
+  "${ADMIN[@]}" config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$DIR/ca.crt"
+  BOOT=(kubectl --kubeconfig "$DIR/bootstrap-kubelet.kubeconfig")
+  "${BOOT[@]}" config set-cluster kubernetes --server "https://127.0.0.1:$PORT" --certificate-authority "$DIR/ca.crt" --embed-certs >/dev/null
+  "${BOOT[@]}" config set-credentials tls-bootstrap-token-user --token "$TOKEN_ID.$TOKEN_SECRET" >/dev/null
+  "${BOOT[@]}" config set-context tls-bootstrap-token-user@kubernetes --cluster kubernetes --user tls-bootstrap-token-user >/dev/null
+  "${BOOT[@]}" config use-context tls-bootstrap-token-user@kubernetes >/dev/null
+  rm -f "$DIR/node.kubeconfig"
+  KUBECONFIG_FLAGS=(--bootstrap-kubeconfig "$DIR/bootstrap-kubelet.kubeconfig" --kubeconfig "$DIR/node.kubeconfig" --cert-dir "$DIR/pki")
+  # What an administrator (or kube-controller-manager's csrapproving) does: approve the node's request.
+  (
+    for _ in $(seq 1 300); do
+      csr=$("${ADMIN[@]}" get csr -o jsonpath='{range .items[?(@.spec.username=="system:bootstrap:'"$TOKEN_ID"'")]}{.metadata.name}{"\n"}{end}' 2>/dev/null | head -n 1)
+      if [ -n "$csr" ]; then
+        echo "try-cluster.sh: kubectl certificate approve $csr"
+        "${ADMIN[@]}" certificate approve "$csr"
+        "${ADMIN[@]}" wait --for=condition=Ready "node/$NODE" --timeout=180s && "${ADMIN[@]}" get nodes -o wide
+        exit 0
+      fi
+      sleep 1
+    done
+  ) &
+  echo "Joining with bootstrap token $TOKEN_ID.<secret> (bootstrap kubeconfig $DIR/bootstrap-kubelet.kubeconfig)."
+fi
+
 node bin/kubelet-ts.mjs \
   --config examples/kubelet-config.yaml \
-  --kubeconfig "$DIR/kubelet.kubeconfig" \
+  "${KUBECONFIG_FLAGS[@]}" \
   --hostname-override "$NODE" \
   --container-runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" \
   --root-dir /var/lib/kubelet-ts/kubelet "$@" &

@@ -20,6 +20,7 @@ import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
 import { loadKubeconfig, RestClient } from './client/index.js';
+import { bootstrapClientCertificate } from './certificate/bootstrap.js';
 import { CONTENT_TYPE_PROTOBUF, type KubeletConfig, type KubeletFlags } from './config/index.js';
 import type { Logger } from './util/log.js';
 
@@ -72,6 +73,22 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
       reason: native.error,
       fallbacks: 'stats backend native -> fs; OOM watcher cgroup/ebpf -> off; subPath volume mounts -> refused',
     });
+  }
+
+  if (flags.bootstrapKubeconfig !== undefined) {
+    if (flags.kubeconfig === undefined) {
+      log.error('Failed to run the TLS bootstrap', { err: '--bootstrap-kubeconfig needs --kubeconfig: the path where the kubeconfig it makes is written' });
+      return 1;
+    }
+    try {
+      await bootstrapClientCertificate({
+        kubeconfig: flags.kubeconfig, bootstrapKubeconfig: flags.bootstrapKubeconfig,
+        certDirectory: flags.certDirectory ?? join(flags.rootDir, 'pki'), nodeName: nodeNameFrom(flags.hostnameOverride), log,
+      });
+    } catch (err) {
+      log.error('Failed to run the TLS bootstrap', { err: (err as Error).message });
+      return 1;
+    }
   }
 
   let apiClient: RestClient | undefined;

@@ -83,6 +83,16 @@ export class RestClient {
     if (config.exec) this.exec = new ExecCredentialProvider(config.exec, config, this.clock);
   }
 
+  /**
+   * Switches to a new client certificate (certificate rotation): the next request or watch
+   * opens connections with it; the pool made with the old one is closed, as client-go's
+   * rotating dialer closes its connections, so open watches reconnect with the new one.
+   */
+  setClientCertificate(certPem: string, keyPem: string): void {
+    this.config.certData = certPem;
+    this.config.keyData = keyPem;
+  }
+
   get<T = any>(path: string, o: Omit<RequestOptions, 'body'> = {}): Promise<T> {
     return this.request('GET', path, o);
   }

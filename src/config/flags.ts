@@ -22,6 +22,8 @@ export interface KubeletFlags {
   configFile?: string;
   /** --kubeconfig: API server credentials; undefined = standalone mode (no API server). */
   kubeconfig?: string;
+  /** --bootstrap-kubeconfig: credentials to get a client certificate with when --kubeconfig is missing or unusable. */
+  bootstrapKubeconfig?: string;
   /** --root-dir. Default /var/lib/kubelet. */
   rootDir: string;
   /** --cert-dir: where the self-signed serving certificate goes; undefined = <rootDir>/pki. */
@@ -86,6 +88,8 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'The kubelet loads its initial configuration from this file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1). Relative paths start at the current directory. Omit it to use the built-in defaults. Flags override the file.' },
   { name: 'kubeconfig', kind: 'string', flagField: 'kubeconfig', notDeprecated: true,
     help: 'Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode (node registration, lease, node status, events); omitting it runs standalone (static pods only).' },
+  { name: 'bootstrap-kubeconfig', kind: 'string', flagField: 'bootstrapKubeconfig', notDeprecated: true,
+    help: 'Path to a kubeconfig file that will be used to get client certificate for kubelet. If the file specified by --kubeconfig does not exist, the bootstrap kubeconfig is used to request a client certificate from the API server. On success, a kubeconfig file referencing the generated client certificate and key is written to the path specified by --kubeconfig. The client certificate and key file will be stored in the directory pointed by --cert-dir.' },
   { name: 'node-labels', kind: 'string', flagField: 'nodeLabels', notDeprecated: true,
     help: 'Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by \',\'.' },
   { name: 'root-dir', kind: 'string', flagField: 'rootDir', defaultText: '/var/lib/kubelet', notDeprecated: true,

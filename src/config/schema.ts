@@ -125,6 +125,7 @@ export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'l
   configFile: 'loader',
   // Without it kubelet-ts runs standalone (static pods only).
   kubeconfig: 'implemented',
+  bootstrapKubeconfig: 'implemented',
   nodeLabels: 'implemented',
   rootDir: 'implemented',
   certDirectory: 'implemented',

@@ -296,7 +296,7 @@ describe('test API server: objects', () => {
     const nodesRes = core.body.resources.find((r: any) => r.name === 'nodes');
     assert.equal(nodesRes.namespaced, false);
     const groups = await call(s, 'GET', '/apis');
-    assert.deepEqual(groups.body.groups.map((g: any) => g.name), ['node.k8s.io', 'coordination.k8s.io']);
+    assert.deepEqual(groups.body.groups.map((g: any) => g.name), ['node.k8s.io', 'coordination.k8s.io', 'certificates.k8s.io']);
     const nodeGroup = await call(s, 'GET', '/apis/node.k8s.io/v1');
     assert.deepEqual(nodeGroup.body.resources.map((r: any) => [r.name, r.kind, r.namespaced]), [['runtimeclasses', 'RuntimeClass', false]]);
     const coord = await call(s, 'GET', '/apis/coordination.k8s.io/v1');
