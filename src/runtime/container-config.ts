@@ -159,20 +159,18 @@ export function localhostSeccompPath(root: string, localhostProfile: string): st
 /**
  * Resolves a Localhost profile's path on disk and checks that it stays under the profile root
  * once every symlink is followed; returns the resolved path (what the runtime is given, so it
- * reads no symlink). CreateContainerConfigError naming the profile when it is missing or
- * resolves outside the root.
+ * reads no symlink). CreateContainerConfigError naming the profile when it resolves outside the
+ * root. A profile (or root) that does not exist is given as it is: the runtime refuses it, which
+ * is upstream's CreateContainerError naming the file.
  */
 export async function confineLocalhostSeccompProfile(root: string, ref: string): Promise<string> {
   let realRoot: string;
-  try {
-    realRoot = await realpath(root);
-  } catch (err) {
-    throw new CreateContainerConfigError(`seccomp profile root ${root} is not usable for localhost profile ${ref}: ${(err as Error).message}`);
-  }
   let real: string;
   try {
+    realRoot = await realpath(root);
     real = await realpath(ref);
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return ref;
     throw new CreateContainerConfigError(`seccomp localhost profile ${ref} cannot be read: ${(err as Error).message}`);
   }
   const rel = posix.relative(realRoot, real);

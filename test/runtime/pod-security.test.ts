@@ -123,7 +123,8 @@ describe('Localhost seccomp profiles stay under <root-dir>/seccomp', () => {
       assert.equal(await confineLocalhostSeccompProfile(root, join(root, 'alias.json')), join(real, 'ok.json'));
       await assert.rejects(confineLocalhostSeccompProfile(root, join(root, 'escape.json')), (e: unknown) => e instanceof CreateContainerConfigError && /escape.json resolves to .*outside.json, outside the seccomp profile root/.test(e.message));
       await assert.rejects(confineLocalhostSeccompProfile(root, join(root, 'sub', 'up', 'outside.json')), /outside the seccomp profile root/);
-      await assert.rejects(confineLocalhostSeccompProfile(root, join(root, 'missing.json')), (e: unknown) => e instanceof CreateContainerConfigError && /seccomp localhost profile .*missing.json cannot be read/.test(e.message));
+      // missing: given as it is, for the runtime to refuse (upstream's CreateContainerError)
+      assert.equal(await confineLocalhostSeccompProfile(root, join(root, 'missing.json')), join(root, 'missing.json'));
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
