@@ -142,7 +142,8 @@ describe('pod lifecycle on containerd', () => {
     const uid = `hash-${Date.now()}`;
     await write('hash', { containers: [c('keep', LOOP), c('change', LOOP)] }, { uid });
     const before = await until('hash', (p) => Boolean(cs(p, 'keep')?.state.running && cs(p, 'change')?.state.running), 'running');
-    await write('hash', { containers: [c('keep', LOOP), c('change', LOOP, { env: [{ name: 'V', value: '2' }] })] }, { uid });
+    // The container hash covers name and image (upstream 1.31+): a new image is a new definition.
+    await write('hash', { containers: [c('keep', LOOP), c('change', LOOP, { image: rt.images.busyboxLatest })] }, { uid });
     const after = await until('hash', (p) => Boolean(cs(p, 'change')?.state.running) && cs(p, 'change')?.containerID !== cs(before, 'change')?.containerID, 'change restarted');
     assert.equal(after.metadata.uid, uid);
     assert.equal(cs(after, 'keep')?.containerID, cs(before, 'keep')?.containerID, 'the unchanged container kept running');
@@ -213,7 +214,7 @@ describe('pod lifecycle on containerd', () => {
     // A container that ignores SIGTERM is killed after its 2s grace period (137).
     await write('grace', { containers: [c('main', ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'])] }, { uid });
     const before = await until('grace', (p) => Boolean(cs(p, 'main')?.state.running), 'running');
-    await write('grace', { containers: [c('main', ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], { env: [{ name: 'V', value: '2' }] })] }, { uid });
+    await write('grace', { containers: [c('main', ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], { image: rt.images.busyboxLatest })] }, { uid });
     const after = await until('grace', (p) => cs(p, 'main')?.containerID !== cs(before, 'main')?.containerID && Boolean(cs(p, 'main')?.lastState.terminated), 'replaced');
     assert.equal(cs(after, 'main')?.lastState.terminated?.exitCode, 137);
     await remove('grace');
