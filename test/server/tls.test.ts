@@ -29,29 +29,32 @@ function handshake(port: number, o: { maxVersion?: 'TLSv1.2' | 'TLSv1.3'; cipher
   });
 }
 
+/** A secure port on 127.0.0.1 with no routes, its config patched, its certificate under dir/pki; pushed on servers to stop later. */
+async function serveSecure(dir: string, servers: KubeletServer[], log: ReturnType<typeof recordingLogger>, clock: FakeClock,
+  patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> {
+  const config = defaultKubeletConfig();
+  patch(config);
+  const tls = await servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log });
+  const port = await freePort();
+  const gate = new KubeletGate({ nodeName: 'node-a', authenticator: unionAuthenticator([], true), authorizer: alwaysAllow, fineGrained: true, log });
+  const server = new KubeletServer({ host: hostDouble(), log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0,
+    secure: { address: '127.0.0.1', port, tls: tls.options, gate, routes: new Map() } });
+  await server.start();
+  servers.push(server);
+  return port;
+}
+
 describe('secure port TLS settings', { timeout: 60_000 }, () => {
-  let dir: string;
   const log = recordingLogger();
   const clock = new FakeClock();
   const servers: KubeletServer[] = [];
+  let dir: string;
   before(() => { dir = mkdtempSync(join(tmpdir(), 'kts-tls-')); });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
-
-  async function serve(patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> {
-    const config = defaultKubeletConfig();
-    patch(config);
-    const tls = await servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log });
-    const port = await freePort();
-    const gate = new KubeletGate({ nodeName: 'node-a', authenticator: unionAuthenticator([], true), authorizer: alwaysAllow, fineGrained: true, log });
-    const server = new KubeletServer({ host: hostDouble(), log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0,
-      secure: { address: '127.0.0.1', port, tls: tls.options, gate, routes: new Map() } });
-    await server.start();
-    servers.push(server);
-    return port;
-  }
+  const serve = (patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> => serveSecure(dir, servers, log, clock, patch);
 
   it('defaults to TLS 1.2 as the minimum (Go\'s server default) and negotiates 1.3', async () => {
     const port = await serve(() => undefined);
@@ -106,28 +109,16 @@ describe('secure port TLS settings', { timeout: 60_000 }, () => {
 });
 
 describe('secure port cipher suites: Go\'s secure defaults, insecure suites only by name', { timeout: 60_000 }, () => {
-  let dir: string;
   const log = recordingLogger();
   const clock = new FakeClock();
   const servers: KubeletServer[] = [];
+  let dir: string;
   before(() => { dir = mkdtempSync(join(tmpdir(), 'kts-tls-ciphers-')); });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
-
-  async function serve(patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> {
-    const config = defaultKubeletConfig();
-    patch(config);
-    const tls = await servingTLS({ config, certDirectory: join(dir, 'pki'), hostname: 'node-a', clock, log });
-    const port = await freePort();
-    const gate = new KubeletGate({ nodeName: 'node-a', authenticator: unionAuthenticator([], true), authorizer: alwaysAllow, fineGrained: true, log });
-    const server = new KubeletServer({ host: hostDouble(), log, healthzBindAddress: '127.0.0.1', healthzPort: 0, address: '127.0.0.1', readOnlyPort: 0,
-      secure: { address: '127.0.0.1', port, tls: tls.options, gate, routes: new Map() } });
-    await server.start();
-    servers.push(server);
-    return port;
-  }
+  const serve = (patch: (c: ReturnType<typeof defaultKubeletConfig>) => void): Promise<number> => serveSecure(dir, servers, log, clock, patch);
 
   it('by default refuses what Go counts insecure (CBC-SHA256, RSA key exchange) and offers its defaults', async () => {
     const port = await serve(() => undefined);
