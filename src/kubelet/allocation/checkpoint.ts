@@ -7,7 +7,7 @@
 // is read too. Upstream refuses to start on a corrupt checkpoint ("please drain this node and
 // delete ..."); kubelet-ts logs that and starts with no allocations, so pods are admitted afresh.
 
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { ResourceList, ResourceRequirements } from '../../api/types.js';
 import { parseQuantity } from '../../api/quantity.js';
@@ -136,9 +136,8 @@ export async function readCheckpoint(file: string): Promise<PodResourceAllocatio
 
 let tmpSeq = 0;
 
-/** Writes a checkpoint atomically (a temporary file beside it, fsync'd, then renamed), mode 0600. */
+/** Writes a checkpoint atomically (a temporary file beside it, fsync'd, then renamed), mode 0600; the root dir must exist. */
 export async function writeCheckpoint(file: string, entries: PodResourceAllocation): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
   const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${++tmpSeq}.tmp`);
   const fh = await open(tmp, 'w', 0o600);
   try {
