@@ -167,8 +167,15 @@ export interface PodSecurityContext {
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/** How a resize of one resource is applied: in place (NotRequired, PreferNoRestart) or by a restart. */
+export interface ContainerResizePolicy {
+  resourceName: string;
+  restartPolicy: string;
+}
+
 export interface Container {
   name: string;
+  resizePolicy?: ContainerResizePolicy[];
   image?: string;
   command?: string[];
   args?: string[];
@@ -264,6 +271,8 @@ export interface PodCondition {
   lastTransitionTime?: string;
   reason?: string;
   message?: string;
+  /** The pod's metadata.generation the condition was set for (1.34 PodObservedGenerationTracking). */
+  observedGeneration?: number;
 }
 
 export interface ContainerStateWaiting {
@@ -301,6 +310,10 @@ export interface ContainerStatus {
   imageID: string;
   containerID?: string;
   started?: boolean;
+  /** The resources the container runs with (in-place resize: actual, or allocated when not running). */
+  resources?: ResourceRequirements;
+  /** The requests the kubelet allocated to the container. */
+  allocatedResources?: ResourceList;
 }
 
 export interface PodIP {

@@ -23,6 +23,7 @@ import { PodConfig, type PodUpdate } from '../sources/pod-config.js';
 import type { ApiPodError, ManifestError } from '../sources/errors.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
+import { PodCgroupResize } from '../cm/pod-cgroup-resize.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
 import { ContainerLogManager } from '../logs/rotation.js';
@@ -64,6 +65,8 @@ export interface RuntimeHooks {
   runtimeHandler?: RuntimeManagerOptions['runtimeHandler'];
   userNamespace?: RuntimeManagerOptions['userNamespace'];
   recordEvent?: RuntimeManagerOptions['recordEvent'];
+  /** In-place resize: the allocation manager's side (the pod cgroup's side is added here). */
+  resize?: Omit<NonNullable<RuntimeManagerOptions['resize']>, 'podCgroup'>;
 }
 
 export interface KubeletDependencies {
@@ -157,6 +160,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       rootDir: flags.rootDir,
       seccompDefault: config.seccompDefault,
       ...hooks,
+      resize: hooks.resize && { ...hooks.resize, podCgroup: new PodCgroupResize(mounts, (p) => cgroups.podCgroupName(p)) },
     }),
     pleg: ({ runtime, cache, emit }) => createPLEG({
       runtimeEndpoint: config.containerRuntimeEndpoint,

@@ -30,6 +30,8 @@ import { MirrorPods } from './mirror-pods.js';
 import { ManagedObjectSource, ObjectManager } from './configmap-secret.js';
 import { EventRecorder } from './event-recorder.js';
 import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
+import { AllocationManager } from './allocation/allocation-manager.js';
+import { resizeHooks } from './allocation/wiring.js';
 import { PodManager } from './pod-manager.js';
 import { PodSyncer, syncErrorBackoffMs } from './pod-sync.js';
 import { PodWorkers, PREVIOUS_POD_NOT_TERMINATED, type WaitingOn } from './pod-workers.js';
@@ -124,6 +126,8 @@ export class Kubelet {
   userns?: UsernsManager;
   /** RuntimeClass handlers from the API (undefined standalone, as upstream). */
   readonly runtimeClasses?: RuntimeClassManager;
+  /** Allocated and actuated resources, resize conditions (in-place pod resize). */
+  readonly allocation: AllocationManager;
 
   constructor(opts: KubeletOptions) {
     const { deps } = opts;
@@ -138,6 +142,13 @@ export class Kubelet {
     this.hostIPs = deps.hostIPs;
     this.memoryCapacityBytes = deps.memoryCapacityBytes;
     this.nodeName = nodeNameFrom(opts.flags.hostnameOverride);
+    this.allocation = new AllocationManager({ rootDir: opts.flags.rootDir, log: deps.log, now: () => deps.clock.now() });
+    const resize = resizeHooks({
+      allocation: this.allocation,
+      admissionNode: () => this.admissionNode(),
+      admitPod: (pod, others) => this.admitPod(pod, others),
+      activePods: () => this.activePods(),
+    });
     this.workQueue = new WorkQueue(this.clock);
     this.events = new EventRecorder(this.log, () => this.clock.now());
     this.sysctlAdmit = sysctlAdmitHandler(this.config.allowedUnsafeSysctls ?? [], deps.kernelRelease ?? release());
@@ -218,6 +229,7 @@ export class Kubelet {
       ensurePodCgroup: (pod) => this.cgroups.ensureExists(pod),
       onContainerStarted: (pod, name, id) => this.watchForOom(pod, name, id),
       probeResults: probes && { liveness: (id) => probes.liveness.get(id), startup: (id) => probes.startup.get(id) },
+      resize: resize.runtime,
     });
     this.volumes = new VolumeManager({
       rootDir: this.flags.rootDir,
@@ -253,6 +265,7 @@ export class Kubelet {
       clusterDomain: this.config.clusterDomain,
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
       probeStatus: probes && ((uid) => probes.statusInputs(uid)),
+      allocation: resize.syncer,
       ...(this.objects ? { objects: this.objects } : {}),
     });
     this.podWorkers = new PodWorkers({
@@ -288,7 +301,7 @@ export class Kubelet {
       workQueue: this.workQueue,
       runtimeUp: () => this.runtimeError === undefined,
       onContainerRemoved: (id) => this.oom?.unwatch(id),
-      admitPod: (pod, others) => this.admitPod(pod, others),
+      admitPod: (pod, others) => resize.admitNewPod(pod, others),
       podStatus: (uid) => this.statusManager.getPodStatus(uid),
       rejectPod: (pod, reason, message, status) => {
         this.events.record(`Pod ${podFullName(pod)}`, 'Warning', reason, message);
@@ -398,6 +411,7 @@ export class Kubelet {
 
   async start(): Promise<void> {
     const { config } = this;
+    await this.allocation.load();
     if (this.oom) {
       try {
         const st = await this.oom.start();
@@ -520,6 +534,7 @@ export class Kubelet {
     this.syncLoop.lastIteration = this.clock.now();
     void this.mirrorPods?.reconcile();
     this.probes?.cleanupPods(this.podManager.uids());
+    if (this.podConfig?.seenAllSources()) this.allocation.removeOrphanedPods(new Set(this.podManager.uids()));
     this.runtimeClasses?.prune();
     await this.housekeepingPass();
     // upstream HandlePodCleanups: ranges of pods neither desired nor in the runtime are freed

@@ -70,6 +70,12 @@ export interface PodSyncerOptions {
   objects?: ObjectManager;
   /** The prober's readiness and startup results for the status (container ID → passed). */
   probeStatus?: (uid: string) => { readiness: Map<string, boolean>; startup: Map<string, boolean> };
+  /** In-place resize: the pod the runtime gets (its allocation), the status's resize fields, and whether one is under way. */
+  allocation?: {
+    handleResize(pod: Pod): Pod;
+    applyStatus(pod: Pod, status: PodStatus, rs: RuntimePodStatus): PodStatus;
+    resizeActive(uid: string): boolean;
+  };
 }
 
 /** When a pod whose sync failed is tried again (upstream: backOffPeriod, jittered). */
@@ -93,7 +99,7 @@ export class PodSyncer {
   constructor(private readonly opts: PodSyncerOptions) {}
 
   generateStatus(pod: Pod, rs: RuntimePodStatus, podIsTerminal = false): PodStatus {
-    const status = generateAPIPodStatus({
+    let status = generateAPIPodStatus({
       pod,
       runtime: rs.sandboxStatuses.length || rs.containerStatuses.length ? this.withOomReasons(rs) : undefined,
       previous: this.opts.statusManager.getPodStatus(pod.metadata.uid!),
@@ -103,6 +109,7 @@ export class PodSyncer {
       podIsTerminal,
       ...this.opts.probeStatus?.(pod.metadata.uid!),
     });
+    if (this.opts.allocation) status = this.opts.allocation.applyStatus(pod, status, rs);
     // upstream: a pod past activeDeadlineSeconds is Failed, whatever its containers do
     const left = activeDeadlineLeftMs(pod, status.startTime, this.opts.clock.now());
     if (left !== undefined && left <= 0) return { ...status, phase: 'Failed', reason: DeadlineExceededReason, message: DeadlineExceededMessage };
@@ -129,6 +136,8 @@ export class PodSyncer {
     const { statusManager, runtime, workQueue, syncFrequencyMs } = this.opts;
     const uid = pod.metadata.uid!;
     const rs = await this.withTerminationMessages(pod, cached);
+    // a resize is admitted (or held Deferred/Infeasible) before the status: the runtime gets the allocated pod
+    const runPod = this.opts.allocation?.handleResize(pod) ?? pod;
     let status = this.generateStatus(pod, rs);
     const wasPastDeadline = statusManager.getPodStatus(uid)?.reason === DeadlineExceededReason;
     statusManager.setPodStatus(pod, status);
@@ -147,11 +156,13 @@ export class PodSyncer {
       this.podDirsMade.set(uid, true);
     }
     const extras = await this.podSyncExtras(pod, rs, dir);
-    const result = await runtime.syncPod(pod, rs, extras);
+    const result = await runtime.syncPod(runPod, rs, extras);
     this.reasonCache.set(uid, result.startFailures);
     await this.collectDeadContainers(pod, rs);
-    if (result.startFailures.size) {
-      status = this.generateStatus(pod, rs);
+    if (result.startFailures.size || this.opts.allocation?.resizeActive(uid)) {
+      // after a resize the runtime reports the new resources: read them again
+      const now = this.opts.allocation?.resizeActive(uid) ? await runtime.getPodStatus(uid, pod.metadata.name ?? '', pod.metadata.namespace ?? '').catch(() => rs) : rs;
+      status = this.generateStatus(pod, now === rs ? rs : await this.withTerminationMessages(pod, now));
       statusManager.setPodStatus(pod, status);
     }
     // upstream completeWork: the regular resync and the error backoff are jittered, so pods

@@ -99,11 +99,10 @@ export function legacyKubeletTsHash(c: Container): string {
 }
 
 /**
- * kubelet-ts's own annotation: the hash of the resources a container was created with. The
- * upstream hash covers name and image only, and a resize through the API changes resources in
- * place; kubelet-ts has no in-place resize yet, so a container whose resources changed is
- * restarted with the new ones rather than left running with the old (a dropped setting).
- * Containers without it (started by the upstream kubelet) are not compared.
+ * kubelet-ts's own annotation: the hash of the resources a container was created with. A resize
+ * is applied in place (runtime/resize.ts) from the actuated-resources checkpoint; the annotation
+ * only tells, for a container started before that checkpoint existed, whether it still runs
+ * what it was created with. Containers without it (started by the upstream kubelet) are not compared.
  */
 export const RESOURCES_HASH_ANNOTATION = 'kubelet-ts.io/resources-hash';
 

@@ -40,7 +40,12 @@ export function toContainerRuntimeStatus(s: cri.ContainerStatus, runtimeName: st
     preStopHandler: info.preStopHandler,
     labels: s.labels,
     annotations: s.annotations,
+    ...(s.resources?.linux ? { resources: linuxResourcesOf(s.resources.linux) } : {}),
   };
+}
+
+function linuxResourcesOf(l: cri.LinuxContainerResources): NonNullable<ContainerRuntimeStatus['resources']> {
+  return { cpuQuota: Number(l.cpu_quota), cpuPeriod: Number(l.cpu_period), cpuShares: Number(l.cpu_shares), memoryLimit: Number(l.memory_limit_in_bytes) };
 }
 
 export function toSandboxRuntimeStatus(st: cri.PodSandboxStatus): SandboxRuntimeStatus {

@@ -4,8 +4,9 @@
 
 import type { Container, Pod } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
-import { containerHashMatches, resourcesChanged } from './container-hash.js';
+import { containerHashMatches } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
+import { computeContainerResizeAction, emptyResizeActions, type PodResizeActions } from './resize.js';
 
 export interface ContainerToKill {
   id: string;
@@ -33,6 +34,13 @@ export interface PodActions {
   /** Regular containers (index into spec.containers) to start. */
   containersToStart: number[];
   containersToKill: ContainerToKill[];
+  /** In-place resize (present when the pod may be resized): containers to update, pod cgroup to follow. */
+  resize?: PodResizeActions;
+}
+
+/** What computePodActions needs for in-place resize: what each container was last given (the actuated resources). */
+export interface ResizeView {
+  actuated(containerName: string, running: ContainerRuntimeStatus): import('../api/types.js').ResourceRequirements | undefined;
 }
 
 /** Newest status per container name (statuses are ordered newest first). */
@@ -47,7 +55,7 @@ function isRestartableInit(c: Container): boolean {
 }
 
 /** Decides what a pod needs, from its spec and the runtime's view of it. */
-export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: ProbeResultsView): PodActions {
+export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: ProbeResultsView, resizeView?: ResizeView): PodActions {
   const actions: PodActions = {
     killPod: false,
     createSandbox: false,
@@ -103,8 +111,8 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
         if (!containerHashMatches(c, s.hash)) {
           actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} definition changed` });
           actions.initContainersToStart.push(i);
-        } else if (resourcesChanged(c, s.annotations)) {
-          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} resources changed (in-place resize is not implemented), will be restarted` });
+        } else if (resizeView && computeContainerResizeAction(c, s, resizeView.actuated(c.name, s), (actions.resize ??= emptyResizeActions())) === 'restart') {
+          actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} resize requires restart` });
           actions.initContainersToStart.push(i);
         }
         continue;
@@ -160,9 +168,9 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
       actions.containersToStart.push(i);
       return;
     }
-    if (resourcesChanged(c, s.annotations)) {
-      // a resize through the API: no in-place resize here yet, so the new resources take effect by a restart
-      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} resources changed (in-place resize is not implemented), will be restarted` });
+    // in-place resize (upstream computePodResizeAction): updated where it runs, restarted when its resizePolicy says so
+    if (resizeView && computeContainerResizeAction(c, s, resizeView.actuated(c.name, s), (actions.resize ??= emptyResizeActions())) === 'restart') {
+      actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} resize requires restart` });
       actions.containersToStart.push(i);
       return;
     }

@@ -14,7 +14,10 @@ import { generatePodSandboxConfig } from './sandbox-config.js';
 import { HandlerRunner } from './hooks.js';
 import { PodKiller, type KillTarget } from './kill.js';
 import { ContainerStarter, type ImageService } from './start.js';
-import { computePodActions, type ProbeResultsView } from './pod-actions.js';
+import { computePodActions, type ProbeResultsView, type ResizeView } from './pod-actions.js';
+import { doPodResizeAction, hasResizeWork, type PodResizeDeps } from './resize.js';
+import { generateLinuxContainerResources } from './resources.js';
+import type { ResourceRequirements } from '../api/types.js';
 import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
 import type { Backoff } from '../util/backoff.js';
@@ -29,7 +32,7 @@ export type { PodSyncResult, RuntimePod } from './types.js';
 export type RuntimeCri = Pick<CriClient,
   | 'listPodSandbox' | 'listContainers' | 'podSandboxStatus' | 'containerStatus' | 'runPodSandbox'
   | 'stopPodSandbox' | 'removePodSandbox' | 'createContainer' | 'startContainer' | 'stopContainer'
-  | 'removeContainer' | 'execSync' | 'imageStatus'>;
+  | 'removeContainer' | 'execSync' | 'imageStatus'> & Partial<Pick<CriClient, 'updateContainerResources'>>;
 
 export interface RuntimeManagerOptions {
   cri: RuntimeCri;
@@ -58,6 +61,18 @@ export interface RuntimeManagerOptions {
   userNamespace?: (pod: Pod, runtimeHandler: string) => Promise<UserNamespaceInput | null>;
   /** Records an event about the pod (FailedCreatePodSandBox). */
   recordEvent?: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** In-place pod resize (resize.ts); without it a running container's resources are left as they are. */
+  resize?: RuntimeResizeOptions;
+}
+
+/** What the runtime needs of the kubelet for in-place resize (the allocation manager and the pod cgroups). */
+export interface RuntimeResizeOptions extends Pick<PodResizeDeps, 'podCgroup' | 'setActuated'> {
+  /** What the container was last given (undefined: not known). */
+  actuated(pod: Pod, containerName: string, running: ContainerRuntimeStatus): ResourceRequirements | undefined;
+  /** False for pods that cannot be resized in place (static pods). */
+  resizable(pod: Pod): boolean;
+  /** Told how an in-place resize went: an error message keeps it in progress with reason Error. */
+  onResizeResult?(pod: Pod, error: string | undefined): void;
 }
 
 export class RuntimeManager implements KubeletRuntime {
@@ -160,7 +175,9 @@ export class RuntimeManager implements KubeletRuntime {
   async syncPod(pod: Pod, status: RuntimePodStatus, extras: PodSyncExtras = {}): Promise<PodSyncResult> {
     const result: PodSyncResult = { startFailures: new Map(), errors: [] };
     const log = this.opts.log.with({ pod: podFullName(pod), podUID: pod.metadata.uid });
-    const actions = computePodActions(pod, status, this.opts.probeResults);
+    const resize = this.opts.resize;
+    const resizeView: ResizeView | undefined = resize?.resizable(pod) ? { actuated: (name, running) => resize.actuated(pod, name, running) } : undefined;
+    const actions = computePodActions(pod, status, this.opts.probeResults, resizeView);
     log.v(4).info('computePodActions', { actions });
 
     if (actions.killPod) {
@@ -178,6 +195,8 @@ export class RuntimeManager implements KubeletRuntime {
         }
       }));
     }
+
+    if (resize && hasResizeWork(actions.resize)) await this.resizePod(pod, actions.resize!, resize, result, log);
 
     let sandboxID = actions.sandboxID;
     let podIPs = status.ips;
@@ -223,6 +242,8 @@ export class RuntimeManager implements KubeletRuntime {
         log.info('Container start did not succeed', { container: c.name, kind, reason: failure.reason, message: failure.message });
         return false;
       }
+      // started with its allocated resources: that is what it runs with
+      resize?.setActuated(pod, c.name, c.resources ?? {});
       return true;
     };
 
@@ -236,6 +257,31 @@ export class RuntimeManager implements KubeletRuntime {
       await start(pod.spec.containers[i]!, 'regular');
     }
     return result;
+  }
+
+  /** The in-place part of a resize (upstream doPodResizeAction); a failure keeps it in progress with the error. */
+  private async resizePod(pod: Pod, actions: NonNullable<ReturnType<typeof computePodActions>['resize']>, resize: RuntimeResizeOptions, result: PodSyncResult, log: Logger): Promise<void> {
+    const cri = this.opts.cri;
+    try {
+      await doPodResizeAction(pod, actions, {
+        podCgroup: resize.podCgroup,
+        setActuated: (p, name, res) => resize.setActuated(p, name, res),
+        updateContainerResources: async (p, c, id) => {
+          if (!cri.updateContainerResources) throw new Error('the runtime client cannot update container resources');
+          const linux = generateLinuxContainerResources(p, c, { memoryCapacityBytes: this.opts.memoryCapacityBytes });
+          // what the container was created with stays: only cpu, memory and huge pages move
+          delete linux.oom_score_adj;
+          log.info('Updating container resources', { container: c.name, containerID: id, resources: c.resources });
+          await cri.updateContainerResources(id, linux);
+        },
+      });
+      resize.onResizeResult?.(pod, undefined);
+    } catch (err) {
+      const message = (err as Error).message;
+      log.error('Pod resize failed', { err: message });
+      resize.onResizeResult?.(pod, message);
+      result.errors.push(`resizing pod: ${message}`);
+    }
   }
 
   /** Stops every running container of the pod (in parallel), then its sandboxes. */

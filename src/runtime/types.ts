@@ -32,6 +32,8 @@ export interface ContainerRuntimeStatus {
   preStopHandler?: import('../api/types.js').LifecycleHandler;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** What the runtime reports the container runs with (CRI ContainerStatus.resources.linux), when it does. */
+  resources?: { cpuQuota: number; cpuPeriod: number; cpuShares: number; memoryLimit: number };
 }
 
 export interface SandboxRuntimeStatus {

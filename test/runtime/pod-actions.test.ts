@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod, RestartPolicy } from '../../src/api/types.js';
 import { computePodActions, type PodActions, type ProbeResultsView } from '../../src/runtime/pod-actions.js';
-import { hashContainer, legacyKubeletTsHash, RESOURCES_HASH_ANNOTATION, resourcesHash } from '../../src/runtime/container-hash.js';
+import { hashContainer, legacyKubeletTsHash } from '../../src/runtime/container-hash.js';
+import { hasResizeWork } from '../../src/runtime/resize.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus, SandboxRuntimeStatus } from '../../src/runtime/types.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -405,31 +406,39 @@ for (const row of adoptRows) {
   });
 }
 
-// ---- resources: no in-place resize yet, so a resize restarts (never silently left unapplied) ----
+// ---- resources: in-place resize (upstream computePodResizeAction) instead of a restart ----
 
-test('computePodActions: a container created with other resources (by kubelet-ts\'s annotation) is restarted with the new ones; equal amounts written differently, or no annotation (the upstream kubelet\'s), are kept', () => {
+test('computePodActions resize: a container whose actuated resources differ is updated in place, or restarted when its resizePolicy says RestartContainer; no resize view (static pods) or equal amounts: nothing', () => {
   const pod = adoptPod();
   const [sidecar] = pod.spec.initContainers!;
   const [main] = pod.spec.containers;
   main!.resources = { limits: { cpu: '500m', memory: '128Mi' } };
   sidecar!.resources = { requests: { cpu: '100m' } };
-  const created = (c: Container, resources: Container['resources']) => ({ [RESOURCES_HASH_ANNOTATION]: resourcesHash({ ...c, resources }) });
-  const run = (mainAnn: Record<string, string>, sideAnn: Record<string, string>) => computePodActions(pod, status([sandbox()], [
-    ctr(pod, 'sidecar1', { annotations: sideAnn }), ctr(pod, 'test_container', { annotations: mainAnn }),
-  ]));
+  const st = status([sandbox()], [ctr(pod, 'sidecar1'), ctr(pod, 'test_container')]);
+  const view = (acts: Record<string, Container['resources']>) => ({ actuated: (name: string) => acts[name] });
 
-  // created with what the spec says now, written as other quantities of the same amount: kept
-  const same = run(created(main!, { limits: { cpu: '0.5', memory: `${128 * 1024 * 1024}` } }), created(sidecar!, { requests: { cpu: '0.1' } }));
+  // actuated equal amounts written differently: nothing to do
+  const same = computePodActions(pod, st, undefined, view({ test_container: { limits: { cpu: '0.5', memory: `${128 * 1024 * 1024}` } }, sidecar1: { requests: { cpu: '0.1' } } }));
   assert.deepEqual(same.containersToKill, []);
-  // no annotation: adopted as it runs
-  assert.deepEqual(run({}, {}).containersToKill, []);
+  assert.equal(hasResizeWork(same.resize), false);
 
-  // resized: both restarted, saying why
-  const resized = run(created(main!, { limits: { cpu: '250m', memory: '128Mi' } }), created(sidecar!, {}));
-  assert.deepEqual(resized.containersToKill.map((k) => k.reason).sort(), [
-    'Container test_container resources changed (in-place resize is not implemented), will be restarted',
-    'Init container sidecar1 resources changed (in-place resize is not implemented), will be restarted',
-  ]);
-  assert.deepEqual(resized.containersToStart, [0]);
-  assert.deepEqual(resized.initContainersToStart, [0]);
+  // cpu limit raised and sidecar cpu request lowered: both updated in place, nobody killed
+  const grown = computePodActions(pod, st, undefined, view({ test_container: { limits: { cpu: '250m', memory: '128Mi' } }, sidecar1: { requests: { cpu: '200m' } } }));
+  assert.deepEqual(grown.containersToKill, []);
+  assert.deepEqual(grown.containersToStart, []);
+  assert.deepEqual(grown.resize!.containersToUpdate.cpu.map((u) => u.container.name), ['sidecar1', 'test_container'], 'the decrease first');
+  assert.deepEqual(grown.resize!.containersToUpdate.memory, []);
+
+  // no resize view: resources are not compared at all (nothing restarted, as before a resize is allowed)
+  assert.deepEqual(computePodActions(pod, st).containersToKill, []);
+
+  // RestartContainer for memory: a memory change restarts with upstream's message, a cpu change does not
+  main!.resizePolicy = [{ resourceName: 'memory', restartPolicy: 'RestartContainer' }];
+  const memory = computePodActions(pod, st, undefined, view({ test_container: { limits: { cpu: '500m', memory: '64Mi' } }, sidecar1: { requests: { cpu: '100m' } } }));
+  assert.deepEqual(memory.containersToKill.map((k) => k.reason), ['Container test_container resize requires restart']);
+  assert.deepEqual(memory.containersToStart, [0]);
+  assert.equal(memory.resize!.updatePodResources, true);
+  const cpu = computePodActions(pod, st, undefined, view({ test_container: { limits: { cpu: '400m', memory: '128Mi' } }, sidecar1: { requests: { cpu: '100m' } } }));
+  assert.deepEqual(cpu.containersToKill, []);
+  assert.deepEqual(cpu.resize!.containersToUpdate.cpu.map((u) => u.container.name), ['test_container']);
 });
