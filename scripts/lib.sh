@@ -71,8 +71,9 @@ kts_start_daemon() {
   shift 2
   mkdir -p "$(dirname "$pidfile")" "$(dirname "$logfile")"
   printf '\n--- %s start: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$logfile"
-  # 9>&-: the daemon must not inherit (and so hold forever) a kts_lock descriptor.
-  setsid nohup "$@" </dev/null >>"$logfile" 2>&1 9>&- &
+  # 3>&- ... 9>&-: the daemon must not inherit (and so hold forever) a lock descriptor,
+  # kts_lock's (9) or that of a `flock FILE command` the script runs under (3 and up).
+  setsid nohup "$@" </dev/null >>"$logfile" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! >"$pidfile"
 }
 
