@@ -24,6 +24,8 @@ export const SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 export const SERVING_USAGES = ['digital signature', 'server auth'];
 /** Upstream's certificateWaitTimeout: how long one renewal waits for its request to be issued. */
 export const CERTIFICATE_WAIT_TIMEOUT_MS = 15 * 60_000;
+/** The longest single wait (node's timers take at most 2^31-1 ms); longer ones are taken in steps. */
+const MAX_TIMER_MS = 3600_000;
 
 export interface CertPair {
   certPem: string;
@@ -139,7 +141,8 @@ export class CertificateManager {
       const deadline = c ? nextRotationDeadline(c.notBefore, c.notAfter, this.o.random) : this.clock.now();
       if (deadline > this.clock.now()) {
         this.o.log.info('Waiting to rotate the certificate', { certificate: this.o.name, deadline: new Date(deadline).toISOString(), ...this.describe() });
-        await this.sleep(deadline - this.clock.now());
+        // In steps: a timer longer than 2^31-1 ms fires at once (a year's certificate is renewed after ~9 months).
+        while (!this.stopped && this.clock.now() < deadline) await this.sleep(Math.min(deadline - this.clock.now(), MAX_TIMER_MS));
         if (this.stopped) return;
       }
       let delay = this.o.retryInitialMs ?? 2_000;

@@ -70,6 +70,7 @@ describe('certificate managers (rotateCertificates, serverTLSBootstrap)', () => 
     return new RestClient({ source: 'node.kubeconfig', server: api.url, caData: api.ca!.cert, insecureSkipTLSVerify: false, certData: cert, keyData: key.pem }, { maxRetries: 0, timeoutMs: 5_000 });
   }
 
+  const csrCount = () => api.list('certificatesigningrequests', undefined, 'certificates.k8s.io').length;
   const pems = async (d: string, prefix: string) => (await readdir(d)).filter((f) => f.startsWith(`${prefix}-`) && f !== `${prefix}-current.pem`).sort();
 
   it('renews the client certificate twice before it expires: new key each time, files as upstream, the API client switched', async () => {
@@ -110,6 +111,21 @@ describe('certificate managers (rotateCertificates, serverTLSBootstrap)', () => 
       await certs.manager.stop();
       client.close();
     }
+  });
+
+  it('a certificate valid for a year is not renewed now (waits of months are taken in steps, not as one overflowing timer)', async () => {
+    const certDir = join(dir, 'pki-year');
+    const client = await nodeClient(365 * 86400);
+    const year = { cert: client.config.certData };
+    const certs = clientCertificates({ apiClient: client, nodeName: NODE, certDirectory: certDir, log, tuning: TUNING })!;
+    const requests = csrCount();
+    certs.manager.start();
+    await new Promise((r) => setTimeout(r, 1500));
+    await certs.manager.stop();
+    client.close();
+    assert.equal(csrCount(), requests, 'no renewal requested');
+    assert.equal(client.config.certData, year.cert);
+    assert.ok(lines.some((l) => l.includes('Waiting to rotate the certificate') && l.includes('certificate="client"')));
   });
 
   it('an API server away at renewal time: errors counted, the old certificate kept, renewed once it is back', async () => {
