@@ -111,6 +111,8 @@ export async function requestCertificate(client: RestClient, o: {
   expirationSeconds?: number; timeoutMs: number; clock: Clock; log: Logger;
   /** A server-made name with this prefix (upstream's renewals: csr-) instead of the digested one (bootstrap). */
   generateName?: string;
+  /** Ends the wait early (the kubelet stopping). */
+  signal?: AbortSignal;
 }): Promise<string> {
   const der = createCsrDer(o.subject, o.key.privateKey, o.key.publicKey);
   let name = digestedName(o.key.publicKey, o.subject, o.usages);
@@ -131,6 +133,9 @@ export async function requestCertificate(client: RestClient, o: {
   const deadline = o.clock.now() + o.timeoutMs;
   const ac = new AbortController();
   const timer = o.clock.setTimeout(() => ac.abort(), o.timeoutMs);
+  const onStop = () => ac.abort();
+  o.signal?.addEventListener('abort', onStop, { once: true });
+  if (o.signal?.aborted) ac.abort();
   try {
     for (;;) {
       const obj = await client.get(`${CSR_PATH}/${name}`, { signal: ac.signal });
@@ -166,8 +171,10 @@ export async function requestCertificate(client: RestClient, o: {
     if (!ac.signal.aborted) throw new BootstrapError(`cannot watch on the certificate signing request ${name}: ${(err as Error).message}`, { cause: err });
   } finally {
     timer.cancel();
+    o.signal?.removeEventListener('abort', onStop);
     ac.abort();
   }
+  if (o.signal?.aborted) throw new BootstrapError(`stopped while waiting for certificate signing request ${name}`);
   throw new BootstrapError(`timed out after ${Math.round(o.timeoutMs / 1000)}s waiting for certificate signing request ${name} to be approved and issued`);
 }
 

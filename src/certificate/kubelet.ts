@@ -121,7 +121,7 @@ export function servingCertificates(o: {
   const manager = new CertificateManager({
     name: 'server', signerName: SERVING_SIGNER, usages: SERVING_USAGES, certDirectory: o.certDirectory, prefix: 'kubelet-server',
     template: () => servingSubject(o.nodeName, o.addresses()),
-    initial, csrClient: () => o.apiClient,
+    initial, csrClient: () => o.apiClient, templateCheckMs: 1000,
     onRotated: (pair) => { for (const l of listeners) l(pair); },
     clock: o.clock, log: o.log, renewErrors: metrics.renewErrors, rotationAge: metrics.rotationAge, ...o.tuning,
   });

@@ -72,6 +72,30 @@ export interface CertificateManagerOptions {
   retryPollMs?: number;
   renewErrors?: Counter;
   rotationAge?: Histogram;
+  /**
+   * Renew early when the current certificate no longer matches the template (the node's
+   * addresses changed), checked every this many ms (upstream: every second); unset: never.
+   */
+  templateCheckMs?: number;
+}
+
+/** One spelling per address (node prints IPv6 SANs uncompressed, upper case). */
+function canonicalIp(ip: string): string {
+  return ip.includes(':') ? new URL(`http://[${ip}]/`).hostname : ip;
+}
+
+/** Whether `pem`'s subject and names are what `t` asks for (upstream's certSatisfiesTemplate). */
+export function certificateSatisfies(pem: string, t: CsrSubject): boolean {
+  const x = new X509Certificate(pem);
+  const subject = x.subject.split('\n');
+  if (!subject.includes(`CN=${t.commonName}`)) return false;
+  const orgs = subject.filter((l) => l.startsWith('O=')).map((l) => l.slice(2)).sort();
+  if (JSON.stringify(orgs) !== JSON.stringify([...(t.organizations ?? [])].sort())) return false;
+  const names = (x.subjectAltName ?? '').split(', ').filter(Boolean);
+  const dns = names.filter((n) => n.startsWith('DNS:')).map((n) => n.slice(4)).sort();
+  const ips = names.filter((n) => n.startsWith('IP Address:')).map((n) => canonicalIp(n.slice(11))).sort();
+  const wantIps = (t.ipAddresses ?? []).map(canonicalIp).sort();
+  return JSON.stringify(dns) === JSON.stringify([...(t.dnsNames ?? [])].sort()) && JSON.stringify(ips) === JSON.stringify(wantIps);
 }
 
 export class CertificateManager {
@@ -79,6 +103,8 @@ export class CertificateManager {
   private timer: Timer | undefined;
   private wake: (() => void) | undefined;
   private stopped = true;
+  private stopping = new AbortController();
+  private renewedFor: string | undefined;
   private loop: Promise<void> | undefined;
   private readonly clock: Clock;
 
@@ -111,12 +137,14 @@ export class CertificateManager {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopping = new AbortController();
     this.o.log.info('Certificate rotation is enabled', { certificate: this.o.name, signerName: this.o.signerName, ...this.describe() });
     this.loop = this.run().catch((err) => this.o.log.error('Certificate rotation stopped', { certificate: this.o.name, err: (err as Error).message }));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.timer?.cancel();
     this.wake?.();
     await this.loop;
@@ -142,7 +170,8 @@ export class CertificateManager {
       if (deadline > this.clock.now()) {
         this.o.log.info('Waiting to rotate the certificate', { certificate: this.o.name, deadline: new Date(deadline).toISOString(), ...this.describe() });
         // In steps: a timer longer than 2^31-1 ms fires at once (a year's certificate is renewed after ~9 months).
-        while (!this.stopped && this.clock.now() < deadline) await this.sleep(Math.min(deadline - this.clock.now(), MAX_TIMER_MS));
+        const step = this.o.templateCheckMs ?? MAX_TIMER_MS;
+        while (!this.stopped && this.clock.now() < deadline && !this.templateChanged()) await this.sleep(Math.min(deadline - this.clock.now(), step));
         if (this.stopped) return;
       }
       let delay = this.o.retryInitialMs ?? 2_000;
@@ -159,6 +188,18 @@ export class CertificateManager {
     }
   }
 
+  private templateChanged(): boolean {
+    if (this.o.templateCheckMs === undefined || !this.cur) return false;
+    const t = this.o.template();
+    if (!t || certificateSatisfies(this.cur.certPem, t)) return false;
+    // Once per template: a signer that leaves out some names must not cause a renewal every second.
+    const key = JSON.stringify(t);
+    if (this.renewedFor === key) return false;
+    this.renewedFor = key;
+    this.o.log.info('Certificate template changed, rotating', { certificate: this.o.name });
+    return true;
+  }
+
   /** One renewal: true when a new pair was issued, checked, stored and handed over. */
   async rotate(): Promise<boolean> {
     const subject = this.o.template();
@@ -171,11 +212,12 @@ export class CertificateManager {
     let pair: CertPair;
     try {
       const pem = await requestCertificate(this.o.csrClient(previous), {
-        subject, signerName: this.o.signerName, usages: this.o.usages, key, generateName: 'csr-',
+        subject, signerName: this.o.signerName, usages: this.o.usages, key, generateName: 'csr-', signal: this.stopping.signal,
         timeoutMs: this.o.csrTimeoutMs ?? CERTIFICATE_WAIT_TIMEOUT_MS, clock: this.clock, log: this.o.log,
       });
       pair = parsePair(pem, key.pem);
     } catch (err) {
+      if (this.stopped) return false;
       this.o.renewErrors?.inc();
       this.o.log.error('Failed while requesting a signed certificate from the control plane', { certificate: this.o.name, err: (err as Error).message });
       return false;

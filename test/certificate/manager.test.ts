@@ -5,7 +5,7 @@
 // certificate request (signer, subject, usages, the node's names and addresses).
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,8 @@ import { promisify } from 'node:util';
 import { requestCertificate, CLIENT_SIGNER, CLIENT_USAGES } from '../../src/certificate/bootstrap.js';
 import { newKey } from '../../src/certificate/csr.js';
 import { clientCertificates, servingCertificates } from '../../src/certificate/kubelet.js';
+import { certificateSatisfies } from '../../src/certificate/manager.js';
+import type { NodeAddress } from '../../src/nodestatus/types.js';
 import { RestClient } from '../../src/client/rest.js';
 import { Registry } from '../../src/metrics/registry.js';
 import { realClock } from '../../src/util/clock.js';
@@ -113,6 +115,18 @@ describe('certificate managers (rotateCertificates, serverTLSBootstrap)', () => 
     }
   });
 
+  it('certificateSatisfies: subject, organizations, DNS names and IPs (any IPv6 spelling) must all match', () => {
+    const pem = api.ca!.serving(['127.0.0.1', '::1', 'n1.example']).cert;
+    const x = new X509Certificate(pem);
+    const cn = /CN=([^\n]+)/.exec(x.subject)![1]!;
+    const orgs = [...x.subject.matchAll(/^O=(.*)$/gm)].map((m) => m[1]!);
+    const base = { commonName: cn, organizations: orgs, dnsNames: ['n1.example'], ipAddresses: ['127.0.0.1', '0:0:0:0:0:0:0:1'] };
+    assert.ok(certificateSatisfies(pem, base), `${x.subject} ${x.subjectAltName}`);
+    assert.ok(!certificateSatisfies(pem, { ...base, ipAddresses: ['127.0.0.1'] }));
+    assert.ok(!certificateSatisfies(pem, { ...base, dnsNames: ['n1.example', 'other'] }));
+    assert.ok(!certificateSatisfies(pem, { ...base, commonName: 'system:node:other' }));
+  });
+
   it('a certificate valid for a year is not renewed now (waits of months are taken in steps, not as one overflowing timer)', async () => {
     const certDir = join(dir, 'pki-year');
     const client = await nodeClient(365 * 86400);
@@ -154,14 +168,15 @@ describe('certificate managers (rotateCertificates, serverTLSBootstrap)', () => 
     }
   });
 
-  it('a denied serving certificate request (kubectl certificate deny) is a clear error; the next request is issued once approved', async () => {
+  it('a denied serving certificate request (kubectl certificate deny) is a clear error; the next is issued once approved; a new node address renews it at once; stop ends a pending wait', async () => {
     const certDir = join(dir, 'pki-serving');
     const client = await nodeClient(3600);
     const metrics = new Registry();
     const served: string[] = [];
+    const addresses: NodeAddress[] = [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'n1.example' }];
     const certs = servingCertificates({
       config: { tlsCertFile: '', tlsPrivateKeyFile: '' }, apiClient: client, nodeName: NODE, certDirectory: certDir,
-      addresses: () => [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'n1.example' }], log, tuning: TUNING,
+      addresses: () => addresses, log, tuning: TUNING,
     });
     certs.registerMetrics(metrics);
     certs.updates((p) => served.push(p.certPem));
@@ -190,8 +205,17 @@ describe('certificate managers (rotateCertificates, serverTLSBootstrap)', () => 
       assert.equal(await readlink(join(certDir, 'kubelet-server-current.pem')), (await pems(certDir, 'kubelet-server'))[0]);
       const ttl = Number(/^kubelet_certificate_manager_server_ttl_seconds (\S+)$/m.exec(metrics.metricsText())?.[1]);
       assert.ok(ttl > 0 && ttl <= 4, String(ttl));
+      // A new address: renewed at once (checked every second), before the 70-90% deadline.
+      addresses.push({ type: 'InternalIP', address: '::1' });
+      await until('the template change noticed', () => lines.some((l) => l.includes('Certificate template changed, rotating') && l.includes('certificate="server"')), 3000);
+      const third = await until('the request for the new names', pending);
+      const text = execFileSync('openssl', ['req', '-noout', '-text'], { input: Buffer.from(third.spec.request, 'base64') }).toString();
+      assert.match(text, /IP Address:0:0:0:0:0:0:0:1/);
     } finally {
+      // stop() ends the wait for the request just sent at once (no 20 s CSR timeout).
+      const t0 = Date.now();
       await certs.manager.stop();
+      assert.ok(Date.now() - t0 < 5000, 'stop waited for the pending request');
       client.close();
     }
   });
