@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { RestClient } from '../client/index.js';
 import { Counter, Gauge, Histogram, type Registry } from '../metrics/registry.js';
 import { jitter } from '../util/backoff.js';
+import { KubeletError } from '../util/errors.js';
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { requestCertificate, storePair } from './bootstrap.js';
@@ -27,6 +28,12 @@ export const CERTIFICATE_WAIT_TIMEOUT_MS = 15 * 60_000;
 /** The longest single wait (node's timers take at most 2^31-1 ms); longer ones are taken in steps. */
 const MAX_TIMER_MS = 3600_000;
 
+export class CertificateError extends KubeletError {
+  constructor(message: string) {
+    super('ERR_CERTIFICATE', message);
+  }
+}
+
 export interface CertPair {
   certPem: string;
   keyPem: string;
@@ -38,8 +45,8 @@ export interface CertPair {
 export function parsePair(certPem: string, keyPem: string = certPem): CertPair {
   const certs = certPem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
   const key = keyPem.match(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]+?-----END [A-Z ]*PRIVATE KEY-----/);
-  if (!certs) throw new Error('no PEM CERTIFICATE block');
-  if (!key) throw new Error('no PEM PRIVATE KEY block');
+  if (!certs) throw new CertificateError('no PEM CERTIFICATE block');
+  if (!key) throw new CertificateError('no PEM PRIVATE KEY block');
   const x = new X509Certificate(certs[0]!);
   return { certPem: `${certs.join('\n')}\n`, keyPem: `${key[0]}\n`, notBefore: Date.parse(x.validFrom), notAfter: Date.parse(x.validTo) };
 }
