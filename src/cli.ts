@@ -21,6 +21,7 @@ import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
 import { loadKubeconfig, RestClient } from './client/index.js';
 import { bootstrapClientCertificate } from './certificate/bootstrap.js';
+import { clientCertificateProblem, clientCertificates, serverTLSBootstrapEnabled, servingCertificates, type KubeletCertificates, type ServingCertificates } from './certificate/kubelet.js';
 import { CONTENT_TYPE_PROTOBUF, type KubeletConfig, type KubeletFlags } from './config/index.js';
 import type { Logger } from './util/log.js';
 
@@ -99,6 +100,21 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
     log.error('Failed to load the kubeconfig', { err: (err as Error).message });
     return 1;
   }
+  const certDirectory = flags.certDirectory ?? join(flags.rootDir, 'pki');
+  let clientCerts: KubeletCertificates | undefined;
+  try {
+    if (apiClient && config.rotateCertificates) {
+      clientCerts = clientCertificates({ apiClient, nodeName: nodeNameFrom(flags.hostnameOverride), certDirectory, bootstrapKubeconfig: flags.bootstrapKubeconfig, log });
+    }
+  } catch (err) {
+    log.error('Failed to start the client certificate manager', { err: (err as Error).message });
+    return 1;
+  }
+  const certProblem = apiClient && clientCertificateProblem(apiClient, flags.bootstrapKubeconfig !== undefined, Date.now());
+  if (certProblem) {
+    log.error('Failed to load the kubeconfig', { err: certProblem });
+    return 1;
+  }
 
   let deps;
   try {
@@ -110,6 +126,18 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   }
   const kubelet = new Kubelet({ config, flags, deps });
   registerProcessMetrics(kubelet.metrics, { pendingTimers: realClockPendingTimers });
+  clientCerts?.registerMetrics(kubelet.metrics);
+  let servingCerts: ServingCertificates | undefined;
+  if (config.enableServer && serverTLSBootstrapEnabled(config)) {
+    if (!deps.apiClient) log.warn('serverTLSBootstrap needs --kubeconfig (an API server to ask); serving a self-signed certificate');
+    else {
+      servingCerts = servingCertificates({
+        config, apiClient: deps.apiClient, nodeName: kubelet.nodeName, certDirectory,
+        addresses: () => kubelet.nodeAgent?.status.lastObservedAddresses ?? [], log,
+      });
+      servingCerts.registerMetrics(kubelet.metrics);
+    }
+  }
   const stats = new StatsProvider({
     host: {
       nodeName: kubelet.nodeName,
@@ -129,8 +157,9 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
         config,
         nodeName: kubelet.nodeName,
         hostname: kubelet.nodeName,
-        certDirectory: flags.certDirectory ?? join(flags.rootDir, 'pki'),
+        certDirectory,
         apiClient: deps.apiClient,
+        ...(servingCerts ? { certificateUpdates: (apply) => servingCerts.updates((p) => apply({ cert: p.certPem, key: p.keyPem })) } : {}),
         clock: deps.clock,
         log,
         statsRoutes: statsRoutes(stats),
@@ -172,6 +201,8 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
     await stats.start();
     resources.start();
     await server.start();
+    clientCerts?.manager.start();
+    servingCerts?.manager.start();
   } catch (err) {
     log.error('Failed to start kubelet-ts', { err: (err as Error).message });
     stats.stop();
@@ -184,6 +215,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   const mallocTrim = startMallocTrim({ clock: deps.clock, addon: native.addon });
   return waitForShutdown(async () => {
     mallocTrim.stop();
+    await Promise.all([clientCerts?.manager.stop(), servingCerts?.manager.stop()]);
     stats.stop();
     resources.stop();
     await Promise.all([kubelet.stop(), server.stop()]);

@@ -109,25 +109,33 @@ export function clientKubeconfig(boot: RestConfig, pemPath: string): string {
 export async function requestCertificate(client: RestClient, o: {
   subject: CsrSubject; signerName: string; usages: string[]; key: ReturnType<typeof newKey>;
   expirationSeconds?: number; timeoutMs: number; clock: Clock; log: Logger;
+  /** A server-made name with this prefix (upstream's renewals: csr-) instead of the digested one (bootstrap). */
+  generateName?: string;
+  /** Ends the wait early (the kubelet stopping). */
+  signal?: AbortSignal;
 }): Promise<string> {
   const der = createCsrDer(o.subject, o.key.privateKey, o.key.publicKey);
-  const name = digestedName(o.key.publicKey, o.subject, o.usages);
+  let name = digestedName(o.key.publicKey, o.subject, o.usages);
   const body = {
-    apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { name },
+    apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: o.generateName ? { generateName: o.generateName } : { name },
     spec: {
       request: Buffer.from(csrPem(der)).toString('base64'), signerName: o.signerName, usages: o.usages,
       ...(o.expirationSeconds ? { expirationSeconds: o.expirationSeconds } : {}),
     },
   };
   try {
-    await client.create(CSR_PATH, body);
+    const made = await client.create(CSR_PATH, body);
+    if (o.generateName) name = String(made?.metadata?.name);
   } catch (err) {
     if (!isAlreadyExists(err)) throw new BootstrapError(`cannot create certificate signing request: ${(err as Error).message}`, { cause: err });
   }
-  o.log.info('Waiting for the client certificate to be approved and issued', { csr: name, signerName: o.signerName });
+  o.log.info('Waiting for the certificate to be approved and issued', { csr: name, signerName: o.signerName });
   const deadline = o.clock.now() + o.timeoutMs;
   const ac = new AbortController();
   const timer = o.clock.setTimeout(() => ac.abort(), o.timeoutMs);
+  const onStop = () => ac.abort();
+  o.signal?.addEventListener('abort', onStop, { once: true });
+  if (o.signal?.aborted) ac.abort();
   try {
     for (;;) {
       const obj = await client.get(`${CSR_PATH}/${name}`, { signal: ac.signal });
@@ -163,8 +171,10 @@ export async function requestCertificate(client: RestClient, o: {
     if (!ac.signal.aborted) throw new BootstrapError(`cannot watch on the certificate signing request ${name}: ${(err as Error).message}`, { cause: err });
   } finally {
     timer.cancel();
+    o.signal?.removeEventListener('abort', onStop);
     ac.abort();
   }
+  if (o.signal?.aborted) throw new BootstrapError(`stopped while waiting for certificate signing request ${name}`);
   throw new BootstrapError(`timed out after ${Math.round(o.timeoutMs / 1000)}s waiting for certificate signing request ${name} to be approved and issued`);
 }
 

@@ -91,6 +91,7 @@ export class RestClient {
   setClientCertificate(certPem: string, keyPem: string): void {
     this.config.certData = certPem;
     this.config.keyData = keyPem;
+    this.close();
   }
 
   get<T = any>(path: string, o: Omit<RequestOptions, 'body'> = {}): Promise<T> {

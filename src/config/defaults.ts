@@ -32,6 +32,8 @@ export function defaultKubeletConfig(): KubeletConfig {
     readOnlyPort: 0,
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
     tlsCipherSuites: [],
     tlsMinVersion: '',
     enableSystemLogHandler: true,

@@ -55,6 +55,10 @@ export interface KubeletConfig {
   readOnlyPort: number;
   /** The serving certificate (with intermediates); '' = a self-signed one in the cert directory. */
   tlsCertFile: string;
+  /** Renew the client certificate through the certificates API as it nears expiry (src/certificate). Default false. */
+  rotateCertificates: boolean;
+  /** Ask the certificates API for the serving certificate (signer kubernetes.io/kubelet-serving) instead of a self-signed one. Default false. */
+  serverTLSBootstrap: boolean;
   /** The serving certificate's key; '' with tlsCertFile ''. */
   tlsPrivateKeyFile: string;
   /** Go cipher suite names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); [] = the TLS library's defaults. */

@@ -185,6 +185,8 @@ export function resolveKubeletConfig(
   c.readOnlyPort = orUnset(r.int('readOnlyPort'), c.readOnlyPort);
   c.tlsCertFile = orUnset(r.str('tlsCertFile'), c.tlsCertFile);
   c.tlsPrivateKeyFile = orUnset(r.str('tlsPrivateKeyFile'), c.tlsPrivateKeyFile);
+  c.rotateCertificates = orUnset(r.bool('rotateCertificates'), c.rotateCertificates);
+  c.serverTLSBootstrap = orUnset(r.bool('serverTLSBootstrap'), c.serverTLSBootstrap);
   c.tlsCipherSuites = orUnset(r.strList('tlsCipherSuites'), c.tlsCipherSuites);
   c.tlsMinVersion = orUnset(r.str('tlsMinVersion'), c.tlsMinVersion);
   c.enableSystemLogHandler = orUnset(r.bool('enableSystemLogHandler'), c.enableSystemLogHandler);

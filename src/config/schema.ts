@@ -46,6 +46,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   port: 'implemented',
   tlsCertFile: 'implemented',
   tlsPrivateKeyFile: 'implemented',
+  // src/certificate/manager.ts
+  rotateCertificates: 'implemented',
+  serverTLSBootstrap: 'implemented',
   tlsCipherSuites: 'implemented',
   tlsMinVersion: 'implemented',
   authentication: 'implemented',

@@ -63,6 +63,11 @@ export interface PullCredentialsOptions {
 export class PullCredentials {
   constructor(private readonly o: PullCredentialsOptions) {}
 
+  /** Where FailedToRetrieveImagePullSecret goes (the kubelet's event recorder, known after construction). */
+  onSecretsMissing(fn: (pod: Pod, message: string) => void): void {
+    this.o.onSecretsMissing = fn;
+  }
+
   get hasProviders(): boolean {
     return (this.o.providers?.length ?? 0) > 0;
   }

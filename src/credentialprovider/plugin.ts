@@ -23,6 +23,7 @@ import { parseDocument } from 'yaml';
 
 import { DurationError, parseDuration } from '../config/duration.js';
 import type { Clock } from '../util/clock.js';
+import { DEF_BUCKETS, type Counter, type Histogram, type Registry } from '../metrics/registry.js';
 import { KubeletError } from '../util/errors.js';
 import { parseSchemelessURL, urlsMatch, type DockerConfig } from './keyring.js';
 
@@ -273,8 +274,23 @@ interface CacheEntry {
   expiresAt: number;
 }
 
+/** Upstream's credential provider plugin families (pkg/credentialprovider/plugin/metrics.go). */
+export interface PluginMetrics {
+  errors: Counter;
+  duration: Histogram;
+}
+
+export function credentialProviderPluginMetrics(registry: Registry): PluginMetrics {
+  return {
+    errors: registry.counter({ name: 'kubelet_credential_provider_plugin_errors_total', help: 'Number of errors from credential provider plugin', labelNames: ['plugin_name'] }),
+    duration: registry.histogram({ name: 'kubelet_credential_provider_plugin_duration', help: 'Duration of execution in seconds for credential provider plugin', labelNames: ['plugin_name'], buckets: DEF_BUCKETS }),
+  };
+}
+
 /** One configured provider: matchImages, the answer cache, one run per image at a time. */
 export class PluginProvider {
+  /** Set by the kubelet to record each run (errors, duration) by plugin name. */
+  metrics: PluginMetrics | undefined;
   private readonly cache = new Map<string, CacheEntry>();
   private readonly inflight = new Map<string, Promise<DockerConfig>>();
   private lastPurge: number;
@@ -324,7 +340,16 @@ export class PluginProvider {
 
   private async run(image: string): Promise<DockerConfig> {
     this.runs++;
-    const res = await this.exec(this.provider, image);
+    const started = performance.now();
+    let res: Awaited<ReturnType<PluginExec>>;
+    try {
+      res = await this.exec(this.provider, image);
+    } catch (err) {
+      this.metrics?.errors.withLabelValues(this.provider.name).inc();
+      throw err;
+    } finally {
+      this.metrics?.duration.withLabelValues(this.provider.name).observe((performance.now() - started) / 1000);
+    }
     const key = res.cacheKeyType === 'Image' ? image : res.cacheKeyType === 'Registry' ? parseRegistry(image) : GLOBAL_CACHE_KEY;
     const duration = res.cacheDuration ?? this.provider.defaultCacheDuration;
     if (duration > 0) this.cache.set(key, { credentials: res.auth, expiresAt: this.clock.now() + duration });

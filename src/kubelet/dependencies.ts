@@ -14,6 +14,7 @@ import type { ProbeRunner } from '../prober/types.js';
 import { createProbeRunner } from '../prober/runner.js';
 import { ImageManager } from '../images/image-manager.js';
 import { PullCredentials } from '../credentialprovider/index.js';
+import { credentialProviderPluginMetrics } from '../credentialprovider/plugin.js';
 import { registerCredentialProviderPlugins } from '../credentialprovider/plugin.js';
 import { ApiObjectSource, StandaloneObjectSource } from '../volumemanager/object-source.js';
 import type { PodCache } from '../pleg/cache.js';
@@ -125,11 +126,17 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const metrics = new Registry();
   // Pull secrets are read through the volumes' object source (GET per pull: always current);
   // standalone, reading one fails and the pull goes on without it, as upstream.
+  const providers = flags.imageCredentialProviderConfig
+    ? await registerCredentialProviderPlugins(flags.imageCredentialProviderConfig, flags.imageCredentialProviderBinDir, clock)
+    : [];
+  if (providers.length > 0) {
+    // registered with the plugins, as upstream's RegisterCredentialProviderPlugins does
+    const pluginMetrics = credentialProviderPluginMetrics(metrics);
+    for (const p of providers) p.metrics = pluginMetrics;
+  }
   const credentials = new PullCredentials({
     secrets: apiClient ? new ApiObjectSource({ client: apiClient, clock, strategy: 'Get' }) : new StandaloneObjectSource(),
-    providers: flags.imageCredentialProviderConfig
-      ? await registerCredentialProviderPlugins(flags.imageCredentialProviderConfig, flags.imageCredentialProviderBinDir, clock)
-      : [],
+    providers,
     log,
   });
   const images = new ImageManager({
@@ -148,7 +155,10 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
     cgroups,
     hostIPs,
     memoryCapacityBytes,
-    runtime: (hooks) => new RuntimeManager({
+    runtime: (hooks) => {
+      // upstream's Warning when a pull secret named by the pod cannot be read
+      credentials.onSecretsMissing((pod, message) => hooks.recordEvent?.(pod, 'Warning', 'FailedToRetrieveImagePullSecret', message));
+      return new RuntimeManager({
       cri,
       images,
       clock,
@@ -161,7 +171,8 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       seccompDefault: config.seccompDefault,
       ...hooks,
       resize: hooks.resize && { ...hooks.resize, podCgroup: new PodCgroupResize(mounts, (p) => cgroups.podCgroupName(p)) },
-    }),
+      });
+    },
     pleg: ({ runtime, cache, emit }) => createPLEG({
       runtimeEndpoint: config.containerRuntimeEndpoint,
       timeoutMs: config.runtimeRequestTimeout,

@@ -16,7 +16,7 @@ import {
   nodeStatusHasChanged, PID_PRESSURE, setDaemonEndpoints, setMachineInfo, setPressureCondition, setReadyCondition, setRuntimeHandlers, setVersionInfo, type NodeRuntimeHandlerInfo,
   type EventRecorder, type MachineInfo, type NodeImage,
 } from './setters.js';
-import type { Node, ResourceList } from './types.js';
+import type { Node, NodeAddress, ResourceList } from './types.js';
 
 /**
  * What the kubelet tells the node status: machine facts, the CRI Version answer, what keeps the
@@ -77,6 +77,8 @@ export interface NodeStatusManagerOptions {
 export const NODE_STATUS_UPDATE_RETRY = 5;
 
 export class NodeStatusManager {
+  /** The addresses last computed for the node (the serving certificate's names, as upstream's getLastObservedNodeAddresses). */
+  lastObservedAddresses: NodeAddress[] = [];
   readonly registration: NodeRegistration | undefined;
   private readonly o: NodeStatusManagerOptions;
   private readonly clock: Clock;
@@ -132,6 +134,7 @@ export class NodeStatusManager {
     const status = (node.status ??= {});
     try {
       status.addresses = nodeAddresses({ nodeIPs: o.nodeIPs ?? [], hostname: o.hostname, candidates });
+      this.lastObservedAddresses = status.addresses;
     } catch (err) {
       this.log.error('Failed to set some node status fields', { err: errorMessage(err) });
     }

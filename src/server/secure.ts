@@ -106,11 +106,19 @@ export interface SecureServingInput extends SecureRoutesInput, GateInput {
   config: KubeletConfig;
   certDirectory: string;
   hostname: string;
+  /** serverTLSBootstrap: the serving certificate comes from the certificates API (no self-signed pair). */
+  certificateUpdates?: SecureServing['certificateUpdates'];
 }
 
 /** Everything KubeletServer needs to serve 10250. */
 export async function buildSecureServing(input: SecureServingInput): Promise<SecureServing> {
   const gate = buildGate(input);
-  const tls = await servingTLS({ config: input.config, certDirectory: input.certDirectory, hostname: input.hostname, clock: input.clock, log: input.log });
-  return { address: input.config.address, port: input.config.port, tls: tls.options, gate, routes: secureRoutes(input) };
+  const tls = await servingTLS({
+    config: input.config, certDirectory: input.certDirectory, hostname: input.hostname, clock: input.clock, log: input.log,
+    certificateFromApi: input.certificateUpdates !== undefined,
+  });
+  return {
+    address: input.config.address, port: input.config.port, tls: tls.options, gate, routes: secureRoutes(input),
+    ...(input.certificateUpdates ? { certificateUpdates: input.certificateUpdates } : {}),
+  };
 }

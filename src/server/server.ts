@@ -77,6 +77,12 @@ export interface SecureServing {
   tls: SecureServerOptions;
   gate: RequestGate;
   routes: Map<string, Handler>;
+  /**
+   * Serving certificates that change at run time (serverTLSBootstrap): each new pair replaces the
+   * context for new handshakes; connections already open keep theirs. Until the first pair, `tls`
+   * holds none and handshakes fail, as upstream's "no serving certificate available".
+   */
+  certificateUpdates?: (apply: (pair: { cert: string; key: string }) => void) => void;
 }
 
 /** A handler that answers `methods` (GET only is the default). */
@@ -583,7 +589,16 @@ export class KubeletServer {
         keepAliveTimeout: limits.keepAliveTimeoutMs,
         connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
       });
-      h2.on('tlsClientError', (err: NodeJS.ErrnoException) => opts.log.v(4).info('TLS handshake failed', { server: name, code: err.code, err: err.message }));
+      let serving = secure.tls.cert !== undefined;
+      secure.certificateUpdates?.((pair) => {
+        h2.setSecureContext({ ...secure.tls, cert: pair.cert, key: pair.key });
+        serving = true;
+        opts.log.info('Serving with a new certificate', { server: name });
+      });
+      h2.on('tlsClientError', (err: NodeJS.ErrnoException) => {
+        if (!serving) opts.log.v(2).info('http: TLS handshake error: no serving certificate available for the kubelet', { server: name });
+        else opts.log.v(4).info('TLS handshake failed', { server: name, code: err.code, err: err.message });
+      });
       h2.on('sessionError', (err: Error) => opts.log.v(4).info('HTTP/2 session error', { server: name, err: err.message }));
       server = h2 as unknown as Server;
       (h2 as Http2SecureServer).setTimeout(limits.socketIdleTimeoutMs);

@@ -39,6 +39,11 @@ export interface ServingTLSInput {
   log: Logger;
   /** The openssl binary; tests may point it elsewhere. */
   openssl?: string;
+  /**
+   * serverTLSBootstrap: without tlsCertFile no self-signed pair is made (as upstream); the serving
+   * certificate comes from the certificates API, and until it does handshakes fail.
+   */
+  certificateFromApi?: boolean;
 }
 
 /** TLS options for the secure server, generating the self-signed pair when needed. */
@@ -47,7 +52,8 @@ export async function servingTLS(input: ServingTLSInput): Promise<ServingTLS> {
   let certFile = config.tlsCertFile;
   let keyFile = config.tlsPrivateKeyFile;
   let generated = false;
-  if (certFile === '' && keyFile === '') {
+  const fromApi = input.certificateFromApi === true && certFile === '' && keyFile === '';
+  if (certFile === '' && keyFile === '' && !fromApi) {
     certFile = join(input.certDirectory, SELF_SIGNED_CERT_FILE);
     keyFile = join(input.certDirectory, SELF_SIGNED_KEY_FILE);
     if (!(await readable(certFile)) || !(await readable(keyFile))) {
@@ -58,11 +64,8 @@ export async function servingTLS(input: ServingTLSInput): Promise<ServingTLS> {
       input.log.v(4).info('Using self-signed cert', { certFile, keyFile });
     }
   }
-  const cert = await readPem(certFile, 'CERTIFICATE');
-  const key = await readPem(keyFile, 'PRIVATE KEY');
   const options: SecureServerOptions = {
-    cert,
-    key,
+    ...(fromApi ? {} : { cert: await readPem(certFile, 'CERTIFICATE'), key: await readPem(keyFile, 'PRIVATE KEY') }),
     minVersion: config.tlsMinVersion === '' ? DEFAULT_TLS_MIN_VERSION : TLS_VERSIONS[config.tlsMinVersion],
   };
   // Go's secure defaults when none are named (node's own list would also offer CBC-SHA256 and

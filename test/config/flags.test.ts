@@ -178,7 +178,8 @@ describe('loadConfig', () => {
     assert.equal(config.syncFrequency, 30_000);
     assert.equal(config.authorization.mode, 'Webhook');
     assert.equal(config.authentication.anonymous.enabled, false);
-    assert.ok(warnings.some((w) => w.includes('field rotateCertificates is not implemented by kubelet-ts yet; ignored')));
+    assert.equal(config.rotateCertificates, true);
+    assert.ok(!warnings.some((w) => w.includes('rotateCertificates')), JSON.stringify(warnings));
     // Set to non-defaults, and not implemented: each is named (the gates by the file and the flag); maxPods is implemented.
     assert.ok(!warnings.some((w) => w.includes('field maxPods')), JSON.stringify(warnings));
     assert.ok(warnings.includes('feature gate NodeSwap is not implemented by kubelet-ts yet; ignored'));

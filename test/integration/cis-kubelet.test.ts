@@ -220,7 +220,10 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
       assert.equal(kc.streamingConnectionIdleTimeout, '4h0m0s');
       assert.equal(kc.eventRecordQPS, 50);
       assert.equal(kc.podPidsLimit, -1);
-      for (const f of ['makeIPTablesUtilChains', 'rotateCertificates', 'serverTLSBootstrap']) assert.ok(e.notModeled!.includes(f), f);
+      assert.ok(e.notModeled!.includes('makeIPTablesUtilChains'));
+      // 4.2.11 rotateCertificates and serverTLSBootstrap are implemented (src/certificate); off by default
+      for (const f of ['rotateCertificates', 'serverTLSBootstrap']) assert.ok(e.implemented!.includes(f), f);
+      assert.equal(kc.rotateCertificates, false);
     });
 
     it('4.2.9 no tls-cert-file: the served certificate is the self-signed pair in <rootDir>/pki', async () => {
@@ -361,11 +364,11 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
       assert.equal(await negotiate(k.port, 'ECDHE-ECDSA-AES128-SHA256'), undefined);
     });
 
-    it('no insecure setting is named; 4.2.6, 4.2.10, 4.2.11 are named as not implemented', async () => {
+    it('no insecure setting is named; 4.2.6, 4.2.10 are named as not implemented; 4.2.11 client rotation runs', async () => {
       assert.doesNotMatch(k.logs(), /Insecure setting/);
-      assert.match(k.logs(), /flag --rotate-certificates=true \(field rotateCertificates\) is not implemented by kubelet-ts yet; ignored/);
+      assert.doesNotMatch(k.logs(), /rotateCertificates\) is not implemented|feature gate RotateKubeletServerCertificate is not implemented/);
+      assert.match(k.logs(), /Certificate rotation is enabled certificate="client"/);
       assert.match(k.logs(), /flag --make-iptables-util-chains=true \(field makeIPTablesUtilChains\) is not implemented by kubelet-ts yet; ignored/);
-      assert.match(k.logs(), /feature gate RotateKubeletServerCertificate is not implemented by kubelet-ts yet; ignored/);
     });
   });
 });

@@ -157,6 +157,15 @@ providers:
     assert.match(backoff, /^Back-off pulling image/);
   });
 
+  it('a pull secret that does not exist: upstream\'s FailedToRetrieveImagePullSecret Warning naming it, and the pull goes on without it', async () => {
+    await apply('missing-secret', reg.image, ['no-such-secret']);
+    const event = await waitFor(async () => (await kubectl('get', 'events', '--field-selector', 'involvedObject.name=missing-secret,reason=FailedToRetrieveImagePullSecret',
+      '-o', 'jsonpath={.items[0].type} {.items[0].message}')).trim() || undefined, WAIT, 'the FailedToRetrieveImagePullSecret event');
+    assert.equal(event, 'Warning Unable to retrieve some image pull secrets (no-such-secret); attempting to pull the image may not succeed.');
+    await waiting('missing-secret', 'ErrImagePull');
+    await kubectl('delete', 'pod', 'missing-secret', '--grace-period=1', '--wait=false');
+  });
+
   it('with an image pull secret (kubectl create secret docker-registry) the pod pulls and runs', async () => {
     await kubectl('create', 'secret', 'docker-registry', 'regcred', `--docker-server=http://${reg.addr}`, `--docker-username=${reg.user}`, `--docker-password=${reg.password}`);
     await apply('with-secret', reg.image, ['regcred']);
@@ -179,6 +188,12 @@ providers:
     await apply('garbage-plugin', `${reg.addr}/kubelet-ts/garbage-busybox:1.36`);
     const msg = await waiting('garbage-plugin', 'ErrImagePull');
     assert.match(msg, /credential provider plugin kts-garbage-credential-provider for image 127\.0\.0\.1:\d+\/kubelet-ts\/garbage-busybox: error reading GVK from response/);
+    // upstream's plugin families, by plugin name
+    const metrics = await (await fetch(`http://127.0.0.1:${kubelet.readOnlyPort}/metrics`)).text();
+    assert.match(metrics, /^kubelet_credential_provider_plugin_errors_total\{plugin_name="kts-garbage-credential-provider"\} [1-9]/m);
+    assert.doesNotMatch(metrics, /^kubelet_credential_provider_plugin_errors_total\{plugin_name="kts-test-credential-provider"\}/m);
+    assert.match(metrics, /^kubelet_credential_provider_plugin_duration_count\{plugin_name="kts-test-credential-provider"\} [1-9]/m);
+    assert.match(metrics, /^kubelet_credential_provider_plugin_duration_bucket\{plugin_name="kts-test-credential-provider",le="0\.005"\} \d+$/m);
     assert.equal(await field('with-secret', '.status.phase'), 'Running');
     assert.equal(await field('with-plugin', '.status.phase'), 'Running');
   });

@@ -30,7 +30,8 @@ describe('/configz', () => {
     assert.ok(e.implemented.includes('authentication'));
     assert.ok(e.implemented.includes('readOnlyPort'));
     assert.ok(e.notImplemented.includes('protectKernelDefaults'));
-    assert.ok(e.notModeled.includes('rotateCertificates'));
+    assert.ok(e.implemented.includes('rotateCertificates'));
+    assert.ok(e.implemented.includes('serverTLSBootstrap'));
     assert.ok(e.notModeled.includes('makeIPTablesUtilChains'));
     assert.ok(!e.notModeled.includes('protectKernelDefaults'));
     // Every field shown in kubeletconfig is in exactly one list.
