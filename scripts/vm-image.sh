@@ -19,10 +19,11 @@ KTS_SCRIPT_NAME=vm-image.sh
 
 MIRROR=${KTS_VM_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-# What the node runs; ca-certificates and the like are not needed (no traffic but the
+# What the node runs (openssl: kubelet-ts makes its self-signed serving certificate with it);
+# ca-certificates and the like are not needed (no traffic but the
 # local registries). kmod: modprobe for the kernel's module requests (no udev here).
 VM_PACKAGES=(systemd systemd-sysv dbus kmod containerd runc containernetworking-plugins
-  iproute2 iptables procps util-linux)
+  iproute2 iptables procps util-linux openssl)
 # The kernel: Debian 12's generic amd64 flavour, whatever version linux-image-amd64 names.
 KERNEL_META=linux-image-amd64
 # Module trees a virtio guest running containers never loads (keeps the image small).
@@ -160,7 +161,7 @@ mkdir -p "$ROOTFS/newroot"
 cat >"$ROOTFS/kts-init" <<'EOF'
 #!/bin/sh
 mount -t tmpfs -o mode=0755,size=75% tmpfs /newroot
-cp -ax / /newroot/
+cp -ax /. /newroot
 exec switch_root /newroot /sbin/init
 EOF
 chmod 0755 "$ROOTFS/kts-init"
