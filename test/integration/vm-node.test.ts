@@ -19,28 +19,32 @@ interface TapResult {
   detail: string;
 }
 
-/** Parses node's TAP reporter output (subtests indented four spaces per level). */
+/** Parses node's TAP reporter output: "# Subtest: NAME" opens a level (four spaces deeper per
+ * level), "ok N - NAME" / "not ok N - NAME" at the same indent closes it with its result. */
 function parseTap(text: string): TapResult[] {
   const out: TapResult[] = [];
   const lines = text.split('\n');
-  // A test's line comes after its subtests: keep the names of open levels per indent.
-  const pending: { indent: number; result: TapResult }[] = [];
+  const open: { indent: number; name: string }[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const m = /^(\s*)(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(lines[i]!);
+    const line = lines[i]!;
+    const sub = /^(\s*)# Subtest: (.*)$/.exec(line);
+    if (sub) {
+      while (open.length && open[open.length - 1]!.indent >= sub[1]!.length) open.pop();
+      open.push({ indent: sub[1]!.length, name: sub[2]! });
+      continue;
+    }
+    const m = /^(\s*)(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(line);
     if (!m) continue;
     const indent = m[1]!.length;
     let detail = '';
     if (m[2] === 'not ok') {
       const body: string[] = [];
-      for (let j = i + 1; j < lines.length && !/^\s*(not ok|ok) \d+ - /.test(lines[j]!) && body.length < 40; j++) body.push(lines[j]!);
+      for (let j = i + 1; j < lines.length && !/^\s*(not ok|ok) \d+ - |^\s*# Subtest: /.test(lines[j]!) && body.length < 40; j++) body.push(lines[j]!);
       detail = body.join('\n');
     }
-    const result: TapResult = { path: [m[3]!], ok: m[2] === 'ok', directive: m[4] ?? '', detail };
-    // Children (deeper indent) seen before this line belong to it.
-    for (const p of pending.filter((x) => x.indent > indent)) p.result.path.unshift(m[3]!);
-    for (let k = pending.length - 1; k >= 0; k--) if (pending[k]!.indent > indent) pending.splice(k, 1);
-    pending.push({ indent, result });
-    out.push(result);
+    const parents = open.filter((o) => o.indent < indent).map((o) => o.name);
+    out.push({ path: [...parents, m[3]!], ok: m[2] === 'ok', directive: m[4] ?? '', detail });
+    while (open.length && open[open.length - 1]!.indent >= indent) open.pop();
   }
   return out;
 }
