@@ -2,7 +2,11 @@
 // Runs the compiled test suite with node's test runner: unit tests first, then the
 // integration tests (which need root and a real containerd, started by scripts/ and
 // stopped again at the end). NODE_BIN picks the node binary (CI runs Node 20 and 24).
-//   node scripts/run-tests.mjs [--unit|--integration] [filter...]
+// test/vm/ holds tests that run only inside the VM node (scripts/vm-node.sh test): they are
+// never run here; the integration test vm-node.test.ts boots the node and runs them there.
+//   node scripts/run-tests.mjs [--unit|--integration|--vm] [--no-vm] [filter...]
+//   --vm     only the VM node test (integration/vm-node.test.js)
+//   --no-vm  everything but it (the second Node leg of scripts/test.sh: the VM runs once)
 
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -12,7 +16,9 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const nodeBin = process.env.NODE_BIN || process.execPath;
 const args = process.argv.slice(2);
-const only = args.find((a) => a === '--unit' || a === '--integration');
+const vmOnly = args.includes('--vm');
+const noVm = args.includes('--no-vm');
+const only = vmOnly ? '--integration' : args.find((a) => a === '--unit' || a === '--integration');
 const filters = args.filter((a) => !a.startsWith('--'));
 
 function find(dir) {
@@ -25,8 +31,13 @@ function find(dir) {
   return out.sort();
 }
 
-const all = find(join(root, 'dist', 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
-const isIntegration = (f) => relative(join(root, 'dist', 'test'), f).startsWith('integration');
+const rel = (f) => relative(join(root, 'dist', 'test'), f);
+const isVmNodeTest = (f) => rel(f) === join('integration', 'vm-node.test.js');
+const all = find(join(root, 'dist', 'test'))
+  .filter((f) => !rel(f).startsWith(`vm/`))
+  .filter((f) => (vmOnly ? isVmNodeTest(f) : !noVm || !isVmNodeTest(f)))
+  .filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+const isIntegration = (f) => rel(f).startsWith('integration');
 const unit = all.filter((f) => !isIntegration(f));
 const integration = all.filter(isIntegration);
 
