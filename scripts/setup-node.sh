@@ -29,9 +29,11 @@ done
 # filesystem of the disk-pressure test; python3-prometheus-client: the
 # Prometheus text parser the metrics endpoints' tests check their output with;
 # libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for the native parsers' fuzz harnesses;
-# apache2-utils: htpasswd, the bcrypt password file of the registry that requires authentication.
+# apache2-utils: htpasswd, the bcrypt password file of the registry that requires authentication;
+# libsystemd-dev: sd-bus, the addon's D-Bus client for the systemd cgroup driver.
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static e2fsprogs
-  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client apache2-utils)
+  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client apache2-utils
+  libsystemd-dev)
 
 missing_packages() {
   local pkg

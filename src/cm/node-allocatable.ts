@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { parseQuantity } from '../api/quantity.js';
 import { cgroupDir, cgroupMode, type CgroupMounts } from '../cgroups/index.js';
 import { cpuSharesToCpuWeight, milliCPUToShares } from '../runtime/resources.js';
+import { cgroupNameToSystemd, cgroupNameToSystemdUnit, parseCgroupfsToCgroupName } from './cgroup-name.js';
+import { resourceProperties, sliceStartProperties } from './systemd/properties.js';
+import type { SystemdUnits } from './systemd/units.js';
 import { KubeletError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 
@@ -60,12 +63,25 @@ export interface EnforceOptions {
   cgroupRoot: string;
   limits: PodsCgroupLimits;
   log: Logger;
+  /** The systemd driver: kubepods.slice gets its limits as unit properties through these. */
+  systemd?: SystemdUnits;
 }
 
 /** Creates the kubepods cgroup where missing and writes its limits; returns its name. */
 export async function enforceNodeAllocatable(o: EnforceOptions): Promise<string> {
-  const name = `${o.cgroupRoot.replace(/\/+$/, '')}/kubepods`;
   const { mounts, limits } = o;
+  let name = `${o.cgroupRoot.replace(/\/+$/, '')}/kubepods`;
+  if (o.systemd) {
+    const cgName = [...parseCgroupfsToCgroupName(o.cgroupRoot), 'kubepods'];
+    const unit = cgroupNameToSystemdUnit(cgName);
+    name = cgroupNameToSystemd(cgName);
+    const props = resourceProperties({ memoryLimitBytes: limits.memoryBytes, cpuShares: limits.cpuShares, ...(limits.pids !== undefined ? { pidsLimit: limits.pids } : {}) }, cgroupMode(mounts) === 'v2' ? 2 : 1);
+    try {
+      if ((await o.systemd.start(unit, [...sliceStartProperties(unit), ...props])) === 'exists') await o.systemd.set(unit, props);
+    } catch (err) {
+      throw new NodeAllocatableError(unit, (err as Error).message, { cause: err });
+    }
+  }
   const writes: [string, string, string][] = [];
   if (cgroupMode(mounts) === 'v2') {
     const dir = cgroupDir(mounts.unified!, name);

@@ -7,6 +7,7 @@ import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { notImplementedMessage } from '../config/schema.js';
 import { discoverCgroupMounts } from '../cgroups/index.js';
 import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from '../cm/node-allocatable.js';
+import { DbusSystemdUnits } from '../cm/systemd/units.js';
 import { createEvictionManager, dedicatedImageFs, evictionHost } from '../eviction/build.js';
 import type { EvictionManager } from '../eviction/eviction-manager.js';
 import { createMemoryNotifier } from '../eviction/memory-notifier.js';
@@ -52,6 +53,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     cgroupRoot: config.cgroupRoot ?? '',
     limits: podsCgroupLimits(await nodeCapacity(o.memoryCapacityBytes), [config.systemReserved, config.kubeReserved], config.enforceNodeAllocatable),
     log,
+    ...(config.cgroupDriver === 'systemd' ? { systemd: new DbusSystemdUnits() } : {}),
   });
   const imageGC = new ImageGCManager({
     runtime: cri,
@@ -85,7 +87,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     now: () => clock.now(),
     log,
   };
-  const podsCgroupName = `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
+  const podsCgroupName = kubelet.podsCgroupName();
   const eviction = createEvictionManager(config, o.memoryCapacityBytes, {
     host: evictionHost(kubelet, stats),
     clock,
