@@ -89,8 +89,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   seccompDefault: 'implemented',
   systemReserved: 'implemented',
   kubeReserved: 'implemented',
-  systemReservedCgroup: 'not-implemented',
-  kubeReservedCgroup: 'not-implemented',
+  // enforced when enforceNodeAllocatable lists their keys (src/cm/node-allocatable.ts)
+  systemReservedCgroup: 'implemented',
+  kubeReservedCgroup: 'implemented',
   enforceNodeAllocatable: 'implemented',
   protectKernelDefaults: 'not-implemented',
   failSwapOn: 'not-implemented',
