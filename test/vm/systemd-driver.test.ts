@@ -67,12 +67,12 @@ function freePort(): Promise<number> {
   });
 }
 
-function staticPod(name: string, uid: string, container: Record<string, unknown>): string {
+function staticPod(name: string, uid: string, ...containers: Record<string, unknown>[]): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, uid, labels: { test: 'vm-systemd' } },
-    spec: { terminationGracePeriodSeconds: 2, restartPolicy: 'Never', containers: [{ image: BUSYBOX, ...container }] },
+    spec: { terminationGracePeriodSeconds: 2, restartPolicy: 'Never', containers: containers.map((c) => ({ image: BUSYBOX, ...c })) },
   });
 }
 
@@ -192,19 +192,27 @@ describe('kubelet-ts with cgroupDriver systemd on a systemd + cgroup v2 node', (
     assert.ok((summary.memory?.usageBytes ?? 0) <= 64 * 1024 * 1024, 'pod memory within its limit');
   });
 
-  it('an OOM kill in a pod slice is attributed to its container (memory.events), and the container ends OOMKilled', async () => {
+  it('an OOM kill in a pod slice is attributed to its container (memory.events), and the container ends OOMKilled', async (t) => {
     await writeFile(join(manifests, 'hog.json'), staticPod('hog', OOM_UID, {
       name: 'hog',
-      // a 64 MiB buffer filled from /dev/zero under a 16 MiB limit
-      command: ['sh', '-c', 'sleep 2; dd if=/dev/zero of=/dev/null bs=64M count=1; sleep 3600'],
+      // the container's own process fills a 64 MiB buffer from /dev/zero under a 16 MiB limit
+      command: ['sh', '-c', 'sleep 2; exec dd if=/dev/zero of=/dev/null bs=64M count=1'],
+      resources: { requests: { memory: '16Mi' }, limits: { memory: '16Mi' } },
+    }, {
+      // a second container, so that the pod slice's limit (the sum, 32 MiB) leaves the hog's scope
+      // to hit its own: the kill is then counted in the scope's memory.events
+      name: 'idle',
+      command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'],
       resources: { requests: { memory: '16Mi' }, limits: { memory: '16Mi' } },
     }));
     const pod = await waitFor(async () => {
       const p = await podByUid(OOM_UID);
-      const term = p?.status?.containerStatuses?.[0]?.state.terminated ?? p?.status?.containerStatuses?.[0]?.lastState?.terminated;
+      const hog = p?.status?.containerStatuses?.find((c) => c.name === 'hog');
+      const term = hog?.state.terminated ?? hog?.lastState?.terminated;
       return term ? p : undefined;
     }, 'the hog to be killed');
-    const cs = pod.status!.containerStatuses![0]!;
+    const cs = pod.status!.containerStatuses!.find((c) => c.name === 'hog')!;
+    t.diagnostic(`kubelet-ts on the OOM kill:\n${logs.split('\n').filter((l) => /OOM/i.test(l)).join('\n')}`);
     assert.equal((cs.state.terminated ?? cs.lastState?.terminated)?.reason, 'OOMKilled');
     await waitFor(async () => /OOMKilling[^\n]*container hog/.test(logs), 'the OOMKilling event for container hog');
   });
