@@ -23,13 +23,16 @@
         "native/oom/threshold_backend.cc",
         "native/oom/pressure_backend.cc",
         "native/oom/ebpf_backend.cc",
-        "native/oom_ebpf.cc"
+        "native/oom_ebpf.cc",
+        "native/systemd_units.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      # sd-bus for the systemd cgroup driver (libsystemd-dev to build; libsystemd0 is on every systemd host)
+      "libraries": ["-lsystemd"],
       "conditions": [
         ["kts_ebpf==1", {
           "actions": [{

@@ -7,6 +7,7 @@
 #include "process_control.h"
 #include "stat_batch.h"
 #include "subpath.h"
+#include "systemd_units.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kts::InitStatBatch(env, exports);
   kts::InitDuBatch(env, exports);
   kts::InitSubpath(env, exports);
+  kts::InitSystemdUnits(env, exports);
   return exports;
 }
 

@@ -147,6 +147,8 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
       clock: deps.clock,
       getPods: () => kubelet.getPods(),
       podCgroupName: (pod) => kubelet.podCgroupName(pod),
+      containerCgroupName: (podPath, id) => kubelet.containerCgroupName(podPath, id),
+      podsCgroupName: () => kubelet.podsCgroupName(),
     },
     log,
   });

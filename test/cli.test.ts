@@ -77,7 +77,8 @@ describe('kubelet-ts command line', () => {
     assert.match(line('node-labels'), /key=value/);
     assert.doesNotMatch(line('max-pods'), /NOT IMPLEMENTED/);
     assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
-    assert.match(line('cgroup-driver'), /only cgroupfs/);
+    assert.match(line('cgroup-driver'), /'cgroupfs', 'systemd'/);
+    assert.doesNotMatch(line('cgroup-driver'), /NOT IMPLEMENTED/);
     assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);
   });
 
@@ -98,10 +99,10 @@ describe('kubelet-ts command line', () => {
   };
   const HEAD = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
 
-  it('refuses cgroupDriver systemd, naming the field', async () => {
-    const r = await withConfig(`${HEAD}cgroupDriver: systemd\n`);
+  it('refuses a cgroupDriver other than cgroupfs or systemd, naming the field', async () => {
+    const r = await withConfig(`${HEAD}cgroupDriver: openrc\n`);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /field cgroupDriver: the systemd cgroup driver is not implemented/);
+    assert.match(r.stderr, /field cgroupDriver: must be "cgroupfs" or "systemd", got "openrc"/);
   });
 
   it('refuses fileCheckFrequency: 1ns, naming the field and the minimum', async () => {

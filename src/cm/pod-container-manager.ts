@@ -52,6 +52,7 @@ interface PodCgroupPlace {
 }
 
 export class PodContainerManager {
+  readonly driver = 'cgroupfs' as const;
   private readonly base: string;
   private readonly parents: string[];
   /**
@@ -79,6 +80,16 @@ export class PodContainerManager {
    */
   podCgroupName(pod: Pod): string {
     return this.specEntry(pod).name;
+  }
+
+  /** The kubepods cgroup's name ("<cgroupRoot>/kubepods"). */
+  podsCgroupName(): string {
+    return this.base;
+  }
+
+  /** A container's cgroup under its pod's: runc names it by the container's id. */
+  containerCgroupName(podPath: string, containerID: string): string {
+    return `${podPath}/${containerID}`;
   }
 
   private specEntry(pod: Pod): SpecEntry {

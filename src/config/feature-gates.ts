@@ -7,7 +7,7 @@ import { ConfigError } from './errors.js';
 import { notImplementedMessage } from './schema.js';
 
 /** The gates kubelet-ts acts on (each is read where it applies, e.g. src/pleg). */
-export const IMPLEMENTED_FEATURE_GATES: ReadonlySet<string> = new Set(['EventedPLEG', 'KubeletFineGrainedAuthz', 'RotateKubeletServerCertificate', 'UserNamespacesSupport']);
+export const IMPLEMENTED_FEATURE_GATES: ReadonlySet<string> = new Set(['EventedPLEG', 'KubeletCgroupDriverFromCRI', 'KubeletFineGrainedAuthz', 'RotateKubeletServerCertificate', 'UserNamespacesSupport']);
 
 /**
  * Gate names upstream's kubelet registers (pkg/features plus the component-base and

@@ -161,7 +161,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'cgroup-root', kind: 'string', configField: 'cgroupRoot',
     help: 'Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis.' },
   { name: 'cgroup-driver', kind: 'string', configField: 'cgroupDriver', defaultText: 'cgroupfs',
-    help: 'Driver that the kubelet uses to manipulate cgroups on the host. kubelet-ts implements only cgroupfs; systemd is refused (NOT IMPLEMENTED yet).' },
+    help: 'Driver that the kubelet uses to manipulate cgroups on the host. Possible values: \'cgroupfs\', \'systemd\'' },
   { name: 'max-pods', kind: 'int', configField: 'maxPods', defaultText: '110', help: 'Number of Pods that can run on this kubelet.' },
   { name: 'sync-frequency', kind: 'duration', configField: 'syncFrequency', defaultText: '1m0s',
     help: 'Max period between synchronizing running containers and config.' },

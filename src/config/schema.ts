@@ -80,8 +80,8 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   configMapAndSecretChangeDetectionStrategy: 'implemented',
   // Node allocatable, cgroups, admission.
   cgroupsPerQOS: 'not-implemented',
-  // Only cgroupfs exists: "systemd" is refused by validation, "cgroupfs" is the default.
-  cgroupDriver: 'not-implemented',
+  // cgroupfs (src/cm/pod-container-manager.ts) and systemd (src/cm/pod-container-manager-systemd.ts)
+  cgroupDriver: 'implemented',
   // Node capacity (pods); admission by it is the pod side's.
   maxPods: 'implemented',
   // pods' user namespaces (src/kubelet/userns)
@@ -92,8 +92,9 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   seccompDefault: 'implemented',
   systemReserved: 'implemented',
   kubeReserved: 'implemented',
-  systemReservedCgroup: 'not-implemented',
-  kubeReservedCgroup: 'not-implemented',
+  // enforced when enforceNodeAllocatable lists their keys (src/cm/node-allocatable.ts)
+  systemReservedCgroup: 'implemented',
+  kubeReservedCgroup: 'implemented',
   enforceNodeAllocatable: 'implemented',
   protectKernelDefaults: 'not-implemented',
   failSwapOn: 'not-implemented',

@@ -176,9 +176,7 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
   if (c.serializeImagePulls && c.maxParallelImagePulls !== null && c.maxParallelImagePulls > 1) {
     bad('maxParallelImagePulls', 'cannot be larger than 1 unless serializeImagePulls is set to false');
   }
-  if (c.cgroupDriver === 'systemd') {
-    bad('cgroupDriver', 'the systemd cgroup driver is not implemented by kubelet-ts yet; only "cgroupfs" is (set the runtime to cgroupfs too)');
-  } else if (c.cgroupDriver !== 'cgroupfs') {
+  if (c.cgroupDriver !== 'systemd' && c.cgroupDriver !== 'cgroupfs') {
     bad('cgroupDriver', `must be "cgroupfs" or "systemd", got ${showValue(c.cgroupDriver)}`);
   }
   for (const name of Object.keys(c.featureGates)) {

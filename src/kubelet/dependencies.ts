@@ -25,6 +25,10 @@ import type { ApiPodError, ManifestError } from '../sources/errors.js';
 import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroups/index.js';
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { PodCgroupResize } from '../cm/pod-cgroup-resize.js';
+import { SystemdPodContainerManager } from '../cm/pod-container-manager-systemd.js';
+import { resolveCgroupDriver } from '../cm/cgroup-driver.js';
+import { systemdScopePrefixOfRuntime } from '../cm/cgroup-name.js';
+import { DbusSystemdUnits, type SystemdUnits } from '../cm/systemd/units.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
 import { ContainerLogManager } from '../logs/rotation.js';
@@ -41,7 +45,8 @@ import { setupDataDirs } from './pod-sync.js';
 export type KubeletCri = Pick<CriClient, 'status' | 'close'>;
 
 /** The pod cgroup manager (cm). */
-export type PodCgroups = Pick<PodContainerManager, 'ensureExists' | 'remove' | 'listPodCgroups' | 'podCgroupName'>;
+export type PodCgroups = Pick<PodContainerManager, 'ensureExists' | 'remove' | 'listPodCgroups' | 'podCgroupName'>
+  & Partial<Pick<PodContainerManager, 'containerCgroupName' | 'podsCgroupName'>>;
 
 /** The OOM watcher as the kubelet uses it. */
 export type KubeletOomWatcher = Pick<OomWatcher, 'start' | 'stop' | 'oomKills' | 'unwatch' | 'watched'> & {
@@ -121,7 +126,12 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const hostIPs = flags.nodeIP?.length ? [...flags.nodeIP] : defaultHostIPs();
   const memoryCapacityBytes = await readMemoryCapacity();
   const mounts = await discoverCgroupMounts();
-  const cgroups = podCgroupManager(config, mounts, log);
+  // the runtime's cgroup driver must be the configured one (refused at start otherwise)
+  await resolveCgroupDriver({ cri, configured: config.cgroupDriver, featureGates: config.featureGates, log });
+  const scopePrefix = config.cgroupDriver === 'systemd'
+    ? await cri.version().then((v) => systemdScopePrefixOfRuntime(v.runtime_name), () => undefined)
+    : undefined;
+  const cgroups = podCgroupManager(config, mounts, log, scopePrefix);
   await setupDataDirs(flags.rootDir);
   const metrics = new Registry();
   // Pull secrets are read through the volumes' object source (GET per pull: always current);
@@ -218,8 +228,17 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   };
 }
 
-/** The pod cgroup manager the config asks for (cgroupRoot, podPidsLimit). */
-export function podCgroupManager(config: Pick<KubeletConfig, 'cgroupRoot' | 'podPidsLimit'>, mounts: CgroupMounts, log: Logger): PodContainerManager {
+/** The pod cgroup manager the config asks for (cgroupDriver, cgroupRoot, podPidsLimit). */
+export function podCgroupManager(
+  config: Pick<KubeletConfig, 'cgroupRoot' | 'podPidsLimit'> & Partial<Pick<KubeletConfig, 'cgroupDriver'>>,
+  mounts: CgroupMounts,
+  log: Logger,
+  scopePrefix?: string,
+  units?: SystemdUnits,
+): PodContainerManager | SystemdPodContainerManager {
+  if (config.cgroupDriver === 'systemd') {
+    return new SystemdPodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log, podPidsLimit: config.podPidsLimit, units: units ?? new DbusSystemdUnits(), ...(scopePrefix ? { scopePrefix } : {}) });
+  }
   return new PodContainerManager({ mounts, cgroupRoot: config.cgroupRoot ?? '', log, podPidsLimit: config.podPidsLimit });
 }
 

@@ -606,7 +606,8 @@ export class Kubelet {
 
   private watchForOom(pod: Pod, containerName: string, containerID: string): void {
     if (!this.oom) return;
-    const cgroupName = `${this.cgroups.podCgroupName(pod)}/${containerID}`;
+    const podPath = this.cgroups.podCgroupName(pod);
+    const cgroupName = this.cgroups.containerCgroupName?.(podPath, containerID) ?? `${podPath}/${containerID}`;
     void this.oom.watchContainer(pod.metadata.uid!, containerName, containerID, cgroupName, { podName: pod.metadata.name, podNamespace: pod.metadata.namespace })
       .then((r) => { if (r.error) this.log.v(2).info('OOM watch not set', { pod: podFullName(pod), container: containerName, err: r.error }); });
   }
@@ -706,6 +707,16 @@ export class Kubelet {
   /** The pod's cgroup name (`/kubepods/<qos>/pod<uid>`); a container's is `<that>/<container id>`. */
   podCgroupName(pod: Pod): string {
     return this.cgroups.podCgroupName(pod);
+  }
+
+  /** A container's cgroup under its pod's, as the cgroup driver names it. */
+  containerCgroupName(podPath: string, containerID: string): string {
+    return this.cgroups.containerCgroupName?.(podPath, containerID) ?? `${podPath}/${containerID}`;
+  }
+
+  /** The kubepods cgroup ("<cgroupRoot>/kubepods", or "/kubepods.slice" with systemd). */
+  podsCgroupName(): string {
+    return this.cgroups.podsCgroupName?.() ?? `${(this.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
   }
 
   healthChecks(): HealthCheck[] {

@@ -6,7 +6,8 @@
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
 import { notImplementedMessage } from '../config/schema.js';
 import { discoverCgroupMounts } from '../cgroups/index.js';
-import { enforceNodeAllocatable, nodeCapacity, podsCgroupLimits } from '../cm/node-allocatable.js';
+import { enforceNodeAllocatable, enforceReservedCgroup, nodeCapacity, podsCgroupLimits, RESERVED_ENFORCEMENT_KEYS } from '../cm/node-allocatable.js';
+import { DbusSystemdUnits } from '../cm/systemd/units.js';
 import { createEvictionManager, dedicatedImageFs, evictionHost } from '../eviction/build.js';
 import type { EvictionManager } from '../eviction/eviction-manager.js';
 import { createMemoryNotifier } from '../eviction/memory-notifier.js';
@@ -43,16 +44,31 @@ export interface NodeResources {
 export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeResources> {
   const { config, flags, cri, clock, log, kubelet, stats } = o;
   const mounts = await discoverCgroupMounts();
-  // Only the pods cgroup is enforced: the reserved cgroups are not managed yet.
-  for (const key of config.enforceNodeAllocatable) {
-    if (key !== 'pods' && key !== 'none') log.warn(notImplementedMessage(`enforceNodeAllocatable key ${JSON.stringify(key)}`));
-  }
+  const systemd = config.cgroupDriver === 'systemd' ? new DbusSystemdUnits() : undefined;
   await enforceNodeAllocatable({
     mounts,
     cgroupRoot: config.cgroupRoot ?? '',
     limits: podsCgroupLimits(await nodeCapacity(o.memoryCapacityBytes), [config.systemReserved, config.kubeReserved], config.enforceNodeAllocatable),
     log,
+    ...(systemd ? { systemd } : {}),
   });
+  // The reserved cgroups (validation insists on their names when their keys are listed).
+  for (const key of config.enforceNodeAllocatable) {
+    if (key === 'pods' || key === 'none') continue;
+    const k = RESERVED_ENFORCEMENT_KEYS[key as keyof typeof RESERVED_ENFORCEMENT_KEYS];
+    if (!k) {
+      log.warn(notImplementedMessage(`enforceNodeAllocatable key ${JSON.stringify(key)}`));
+      continue;
+    }
+    const cgroupName = k.which === 'system' ? config.systemReservedCgroup : config.kubeReservedCgroup;
+    const reserved = (k.which === 'system' ? config.systemReserved : config.kubeReserved) ?? {};
+    try {
+      await enforceReservedCgroup({ mounts, cgroupName, reserved, compressibleOnly: k.compressibleOnly, log, ...(systemd ? { systemd } : {}) });
+    } catch (err) {
+      // upstream fails the start here, with this wording
+      throw new Error(`Failed to enforce ${k.which === 'system' ? 'System' : 'Kube'} Reserved Cgroup Limits on "${cgroupName}": ${(err as Error).message}`, { cause: err });
+    }
+  }
   const imageGC = new ImageGCManager({
     runtime: cri,
     imageFsStats: async () => {
@@ -85,7 +101,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     now: () => clock.now(),
     log,
   };
-  const podsCgroupName = `${(config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
+  const podsCgroupName = kubelet.podsCgroupName();
   const eviction = createEvictionManager(config, o.memoryCapacityBytes, {
     host: evictionHost(kubelet, stats),
     clock,

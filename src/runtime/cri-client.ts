@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { decodeStatusExtras } from './runtime-handlers.js';
+import { decodeRuntimeConfigResponse, RUNTIME_CONFIG_PATH, type RuntimeConfigResponse } from './runtime-config.js';
 import { criEndpointToTarget } from './endpoint.js';
 import { CriEndpointError } from './errors.js';
 import { H2cUnary, LEAN_FLOW_CONTROL_WINDOW } from './h2c.js';
@@ -477,6 +478,17 @@ export class CriClient {
       throw invalid('Status', 'RuntimeReady or NetworkReady condition are not set');
     }
     return res;
+  }
+
+  /** The runtime's own configuration (its cgroup driver); runtimes before CRI 1.28 answer UNIMPLEMENTED. */
+  async runtimeConfig(): Promise<RuntimeConfigResponse> {
+    if (this.#closed) throw new CriError('RuntimeConfig', grpc.status.CANCELLED, 'the CRI client is closed');
+    const def = {
+      path: RUNTIME_CONFIG_PATH,
+      requestSerialize: () => Buffer.alloc(0),
+      responseDeserialize: (raw: Buffer) => decodeRuntimeConfigResponse(raw),
+    } as unknown as protoLoader.MethodDefinition<object, object>;
+    return this.#h2cCall<RuntimeConfigResponse>('runtime', 'RuntimeConfig', def, {}, this.timeoutMs);
   }
 
   async updateRuntimeConfig(runtimeConfig: RuntimeConfig): Promise<void> {

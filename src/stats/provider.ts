@@ -67,6 +67,10 @@ export interface StatsHost {
   getPods(): Pod[];
   /** `/kubepods[/burstable|/besteffort]/pod<uid>`; a container's cgroup is `<that>/<id>`. */
   podCgroupName(pod: Pod): string;
+  /** The cgroup driver's container cgroup (systemd: `<pod>/cri-containerd-<id>.scope`); default `<pod>/<id>`. */
+  containerCgroupName?(podPath: string, containerID: string): string;
+  /** The kubepods cgroup (systemd: `/kubepods.slice`); default `<cgroupRoot>/kubepods`. */
+  podsCgroupName?(): string;
 }
 
 export interface StatsProviderOptions {
@@ -443,7 +447,7 @@ export class StatsProvider {
       for (const cs of list ?? []) {
         const id = containerIdOf(cs.containerID);
         if (!id || !cs.state.running) continue;
-        const path = `${podPath}/${id}`;
+        const path = this.#host.containerCgroupName?.(podPath, id) ?? `${podPath}/${id}`;
         containers.push({ name: cs.name, id, startTime: parseTime(cs.state.running.startedAt), path, key: `container:${path}` });
       }
     }
@@ -471,7 +475,7 @@ export class StatsProvider {
   #plan(withPods: boolean): { plan: SummaryPlan; refs: CgroupRef[]; paths: string[] } {
     const host = this.#host;
     const gen = ++this.#planGen;
-    const podsPath = `${(host.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
+    const podsPath = host.podsCgroupName?.() ?? `${(host.config.cgroupRoot ?? '').replace(/\/+$/, '')}/kubepods`;
     const rows: PodRows[] = [];
     if (withPods) {
       for (const pod of host.getPods()) {

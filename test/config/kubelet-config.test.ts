@@ -178,12 +178,13 @@ describe('a kubeadm-generated config', () => {
     assert.deepEqual(names.sort(), []);
   });
 
-  it('is refused with the systemd cgroup driver kubeadm writes by default, naming cgroupDriver', () => {
+  it('is accepted with the systemd cgroup driver kubeadm writes by default', () => {
     const path = fixturePath('kubeadm-kubelet-config.yaml');
     const text = readFileSync(path, 'utf8').replace('cgroupDriver: cgroupfs', 'cgroupDriver: systemd');
     const parsed = parseKubeletConfigFile(text, path);
     const c = resolveKubeletConfig(parsed.config, [], path);
-    assert.throws(() => validateKubeletConfig(c, path), isConfigError('cgroupDriver', 'only "cgroupfs"', 'kubeadm-kubelet-config.yaml'));
+    validateKubeletConfig(c, path);
+    assert.equal(c.cgroupDriver, 'systemd');
   });
 });
 
@@ -520,7 +521,7 @@ describe('validateKubeletConfig', () => {
     [{ runtimeRequestTimeout: 0 }, 'runtimeRequestTimeout', 'greater than 0'],
     [{ fileCheckFrequency: 2 ** 31 }, 'fileCheckFrequency', 'at most 596h31m23.647s'],
     [{ syncFrequency: 1000 * 3_600_000 }, 'syncFrequency', 'at most 596h31m23.647s'],
-    [{ cgroupDriver: 'systemd' }, 'cgroupDriver', 'systemd cgroup driver is not implemented by kubelet-ts'],
+    [{ cgroupDriver: 'openrc' as 'systemd' }, 'cgroupDriver', 'must be "cgroupfs" or "systemd", got "openrc"'],
     [{ featureGates: { EventedPLEG: true, Foo: true } }, 'featureGates[Foo]', 'unrecognized feature gate: Foo'],
     [{ containerLogMaxSize: '10E' }, 'containerLogMaxSize', 'out of range'],
     [{ systemReserved: { memory: '1e300' } }, 'systemReserved[memory]', 'out of range'],
