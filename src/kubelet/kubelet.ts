@@ -33,6 +33,7 @@ import { HOUSEKEEPING_PERIOD_MS, handleHousekeeping } from './housekeeping.js';
 import { PodManager } from './pod-manager.js';
 import { PodSyncer, syncErrorBackoffMs } from './pod-sync.js';
 import { PodWorkers, PREVIOUS_POD_NOT_TERMINATED, type WaitingOn } from './pod-workers.js';
+import { previousStaticInstances } from './static-handover.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
@@ -278,6 +279,12 @@ export class Kubelet {
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, syncErrorBackoffMs()),
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
+      previousInstances: (pod) => previousStaticInstances(pod, {
+        clock: this.clock,
+        knownPods: () => this.plegs?.pleg.knownPods() ?? new Map(),
+        relistedAt: () => this.cache.globalTimestamp(),
+        isTracked: (uid) => this.podManager.getPodByUID(uid) !== undefined || this.podWorkers.has(uid),
+      }),
       onWaiting: (pod, on) => this.setWaitingStatus(pod, on),
     });
     this.syncLoop = new SyncLoop({
