@@ -121,6 +121,8 @@ export class Kubelet {
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
   /** The runtime's handlers from its last ready Status (upstream runtimeState.runtimeHandlers()); undefined before one. */
   runtimeHandlers: RuntimeHandlerInfo[] | undefined;
+  /** The runtime's features from its last ready Status (null: it sent none; undefined before one). */
+  private runtimeFeatures: { supplementalGroupsPolicy: boolean } | null | undefined;
   /** Pods' user namespaces (made in start()). */
   userns?: UsernsManager;
   /** RuntimeClass handlers from the API (undefined standalone, as upstream). */
@@ -190,6 +192,7 @@ export class Kubelet {
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
         pressure: () => this.nodePressure?.(),
         runtimeHandlers: () => this.runtimeHandlers,
+        runtimeFeatures: () => this.runtimeFeatures,
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -586,6 +589,7 @@ export class Kubelet {
       } else {
         this.runtimeError = undefined;
         this.runtimeHandlers = toRuntimeHandlerInfo(st.runtime_handlers);
+        this.runtimeFeatures = st.features ? { supplementalGroupsPolicy: st.features.supplemental_groups_policy } : null;
         if (wasDown) this.log.info('Container runtime is up');
       }
     } catch (err) {
