@@ -136,6 +136,10 @@ describe('adopting what the upstream kubelet left running (containerd, test API 
     assert.deepEqual(await idsOf(uid), before, 'no container created or removed');
     const sandboxes = await cri.listPodSandbox({ label_selector: { 'io.kubernetes.pod.uid': uid } });
     assert.deepEqual(sandboxes.map((s) => s.id), [webRun.sandboxID], 'the upstream sandbox, no second one');
+    // the pod's IP is the upstream sandbox's
+    const sandboxIP = (await cri.podSandboxStatus(webRun.sandboxID)).status?.network?.ip;
+    assert.ok(sandboxIP, 'the sandbox has a pod network IP');
+    assert.equal(pod.status!.podIP, sandboxIP);
     const st = await cri.containerStatus(webRun.containers.get('main/1')!);
     assert.equal(st.status?.state, 'CONTAINER_RUNNING');
     assert.doesNotMatch(kubelet!.logs(), /definition changed|will be restarted/);
