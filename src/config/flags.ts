@@ -32,6 +32,8 @@ export interface KubeletFlags {
   hostnameOverride?: string;
   /** --node-ip: one IP, or two (IPv4 and IPv6) for dual-stack; [] = auto-detect. */
   nodeIP: string[];
+  /** --cloud-provider: '' (none) or 'external' (a cloud controller manager owns addresses and initializes the node). */
+  cloudProvider?: string;
   /** --node-labels: labels to add when registering the node. */
   nodeLabels?: Record<string, string>;
   /** --image-credential-provider-config: the CredentialProviderConfig file; undefined = no plugins. */
@@ -100,6 +102,8 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'If non-empty, use this string as identification instead of the actual hostname.' },
   { name: 'node-ip', kind: 'string', flagField: 'nodeIP', notDeprecated: true,
     help: 'IP address (or comma-separated dual-stack IP addresses) of the node. If unset, the node\'s default IPv4 address is used, or its default IPv6 address if it has none.' },
+  { name: 'cloud-provider', kind: 'string', flagField: 'cloudProvider', notDeprecated: true,
+    help: 'The provider for cloud services. Set to empty string for running with no cloud provider. Set to \'external\' for running with an external cloud provider (the only one there is: in-tree providers were removed).' },
   { name: 'image-credential-provider-config', kind: 'string', flagField: 'imageCredentialProviderConfig', notDeprecated: true,
     help: 'The path to the credential provider plugin config file (a CredentialProviderConfig, kubelet.config.k8s.io/v1).' },
   { name: 'image-credential-provider-bin-dir', kind: 'string', flagField: 'imageCredentialProviderBinDir', notDeprecated: true,
@@ -333,6 +337,9 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
       }
       if (ips.length > 2) throw flagError(display, `invalid argument ${JSON.stringify(value)}: at most two IPs (dual-stack) may be given`);
       flags.nodeIP = ips;
+    } else if (spec.flagField === 'cloudProvider') {
+      if (v !== '' && v !== 'external') throw flagError(display, `invalid argument ${JSON.stringify(value)}: only "external" (or "" for none) is supported; the in-tree cloud providers were removed`);
+      flags.cloudProvider = String(v);
     } else if (spec.flagField === 'nodeLabels') {
       flags.nodeLabels = { ...flags.nodeLabels, ...parseNodeLabels(display, String(v)) };
     } else if (spec.flagField !== undefined) {

@@ -135,6 +135,7 @@ export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'l
   certDirectory: 'implemented',
   hostnameOverride: 'implemented',
   nodeIP: 'implemented',
+  cloudProvider: 'implemented',
   verbosity: 'implemented',
   help: 'implemented',
   imageCredentialProviderConfig: 'implemented',

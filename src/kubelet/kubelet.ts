@@ -35,6 +35,7 @@ import { resizeHooks } from './allocation/wiring.js';
 import { PodManager } from './pod-manager.js';
 import { PodSyncer, syncErrorBackoffMs } from './pod-sync.js';
 import { PodWorkers, PREVIOUS_POD_NOT_TERMINATED, type WaitingOn } from './pod-workers.js';
+import { previousStaticInstances } from './static-handover.js';
 import { SyncLoop } from './sync-loop.js';
 import { WorkQueue } from './work-queue.js';
 import { VolumeManager } from '../volumemanager/volume-manager.js';
@@ -122,6 +123,8 @@ export class Kubelet {
   private runtimeError: string | undefined = 'container runtime status check may not have completed yet';
   /** The runtime's handlers from its last ready Status (upstream runtimeState.runtimeHandlers()); undefined before one. */
   runtimeHandlers: RuntimeHandlerInfo[] | undefined;
+  /** The runtime's features from its last ready Status (null: it sent none; undefined before one). */
+  private runtimeFeatures: { supplementalGroupsPolicy: boolean } | null | undefined;
   /** Pods' user namespaces (made in start()). */
   userns?: UsernsManager;
   /** RuntimeClass handlers from the API (undefined standalone, as upstream). */
@@ -200,6 +203,7 @@ export class Kubelet {
         recordEvent: (type, reason, message) => this.events.record(`Node ${this.nodeName}`, type, reason, message),
         pressure: () => this.nodePressure?.(),
         runtimeHandlers: () => this.runtimeHandlers,
+        runtimeFeatures: () => this.runtimeFeatures,
       });
     }
     this.oom = deps.oomWatcher?.((e) => this.handleOomEvent(e));
@@ -291,6 +295,12 @@ export class Kubelet {
       },
       onError: (pod) => this.workQueue.enqueue(pod.metadata.uid!, syncErrorBackoffMs()),
       recordEvent: (pod, type, reason, message) => this.events.record(`Pod ${podFullName(pod)}`, type, reason, message),
+      previousInstances: (pod) => previousStaticInstances(pod, {
+        clock: this.clock,
+        knownPods: () => this.plegs?.pleg.knownPods() ?? new Map(),
+        relistedAt: () => this.cache.globalTimestamp(),
+        isTracked: (uid) => this.podManager.getPodByUID(uid) !== undefined || this.podWorkers.has(uid),
+      }),
       onWaiting: (pod, on) => this.setWaitingStatus(pod, on),
     });
     this.syncLoop = new SyncLoop({
@@ -594,6 +604,7 @@ export class Kubelet {
       } else {
         this.runtimeError = undefined;
         this.runtimeHandlers = toRuntimeHandlerInfo(st.runtime_handlers);
+        this.runtimeFeatures = st.features ? { supplementalGroupsPolicy: st.features.supplemental_groups_policy } : null;
         if (wasDown) this.log.info('Container runtime is up');
       }
     } catch (err) {

@@ -57,6 +57,8 @@ export interface NodeAgentOptions {
   pressure?: () => { memory: boolean; disk: boolean; pid: boolean } | undefined;
   /** The runtime's handlers from its last ready CRI Status (status.runtimeHandlers). */
   runtimeHandlers?: () => NodeRuntimeHandlerInfo[] | undefined;
+  /** The runtime's features from its last ready CRI Status (status.features). */
+  runtimeFeatures?: () => { supplementalGroupsPolicy: boolean } | null | undefined;
 }
 
 export class NodeAgent {
@@ -111,7 +113,10 @@ export class NodeAgent {
         readyErrors: () => this.runtimeState.readyErrors(),
         pressure: () => o.pressure?.() ?? { memory: false, disk: false, pid: false },
         runtimeHandlers: () => o.runtimeHandlers?.(),
+        runtimeFeatures: () => o.runtimeFeatures?.(),
       },
+      nodeFeatureGates: { nodeSwap: config.featureGates.NodeSwap ?? true, supplementalGroupsPolicy: config.featureGates.SupplementalGroupsPolicy ?? true },
+      ...(flags.cloudProvider === 'external' ? { externalCloudProvider: { nodeIPs: flags.nodeIP } } : {}),
       runtimeHandlerGates: {
         recursiveReadOnlyMounts: config.featureGates.RecursiveReadOnlyMounts ?? true,
         userNamespaces: config.featureGates.UserNamespacesSupport ?? true,
@@ -132,6 +137,7 @@ export class NodeAgent {
         registration: {
           nodeLabels: flags.nodeLabels ?? {},
           registerWithTaints: config.registerWithTaints.map((t) => ({ ...t })),
+          externalCloudProvider: flags.cloudProvider === 'external',
           // RegisteredNode once this kubelet created its Node (not for a reconciled one).
           onRegistered: (_node: Node, created: boolean) => {
             if (created) o.recordEvent('Normal', 'RegisteredNode', `Node ${nodeName} registered with the API server`);

@@ -63,6 +63,8 @@ interface WorkerState {
   lastError?: string;
   /** The UID of the namesake this pod was last reported waiting on (onWaiting). */
   waitingOn?: string;
+  /** The runtime was searched for this pod's previous instances (previousInstances). */
+  previousChecked?: boolean;
 }
 
 /** Status reason of a pod held back by a namesake whose termination keeps failing (kubelet-ts's own). */
@@ -96,6 +98,12 @@ export interface PodWorkersOptions {
    * the waiting pod and each failure of the namesake), and with undefined once the pod starts.
    */
   onWaiting?: (pod: Pod, waitingOn: WaitingOn | undefined) => void;
+  /**
+   * Before a pod's first sync: what the runtime still runs of an earlier instance of it (a static
+   * pod's previous UID, left by another kubelet). Those are killed and removed first; the pod
+   * waits for them as for any namesake.
+   */
+  previousInstances?: (pod: Pod) => Promise<Pod[]>;
 }
 
 export class PodWorkers {
@@ -311,6 +319,18 @@ export class PodWorkers {
       }
       const status = entry.status ?? emptyStatus(w.pod);
       if (w.phase === 'sync') {
+        if (!w.previousChecked && this.opts.previousInstances) {
+          w.previousChecked = true;
+          const previous = await this.opts.previousInstances(w.pod);
+          if (previous.length > 0 && w.phase === 'sync') {
+            for (const p of previous) {
+              log.info('Stopping the previous instance of the pod before it starts', { previousUID: p.metadata.uid });
+              this.updatePod({ updateType: 'kill', pod: p, removed: true });
+            }
+            w.pending ??= { updateType: 'sync', pod: w.pod };
+            return;
+          }
+        }
         const terminal = await this.opts.hooks.syncPod(w.pod, status);
         if (terminal && w.phase === 'sync') {
           log.info('Pod reached a terminal phase; terminating it');

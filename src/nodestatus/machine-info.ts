@@ -8,6 +8,7 @@ import { cpus, networkInterfaces, release, totalmem } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { MachineInfo } from './setters.js';
+import { swapTotalFromMeminfo } from './node-features.js';
 
 export interface MachineInfoOptions {
   /** The kubelet root dir (--root-dir): ephemeral-storage is the size of its filesystem. */
@@ -80,6 +81,7 @@ export async function readMachineInfo(o: MachineInfoOptions): Promise<MachineInf
     osImage: osImageFromOsRelease(osRelease ?? usrOsRelease),
   };
   if (rootfsCapacityBytes !== undefined) info.rootfsCapacityBytes = rootfsCapacityBytes;
+  if (meminfo !== undefined) info.swapCapacityBytes = swapTotalFromMeminfo(meminfo);
   return info;
 }
 

@@ -43,6 +43,8 @@ export interface InitialNodeOptions {
   /** Only where known (a cloud provider's instance type): sets the instance-type labels. */
   instanceType?: string;
   providerID?: string;
+  /** --cloud-provider=external: registered with the uninitialized taint the cloud controller removes. */
+  externalCloudProvider?: boolean;
   os?: string;
   arch?: string;
 }
@@ -64,6 +66,7 @@ export function initialNode(o: InitialNodeOptions): Node {
   if (!schedulable && !taints.some((t) => t.key === 'node.kubernetes.io/unschedulable' && t.effect === 'NoSchedule')) {
     taints.push({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' });
   }
+  if (o.externalCloudProvider) taints.push({ key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' });
   if (taints.length) node.spec!.taints = taints;
   if (o.enableControllerAttachDetach ?? true) node.metadata.annotations = { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: 'true' };
   Object.assign(node.metadata.labels!, o.nodeLabels ?? {});

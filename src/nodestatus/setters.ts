@@ -22,6 +22,8 @@ export interface MachineInfo {
   osImage: string;
   /** Size of the filesystem holding the kubelet root dir (statfs blocks × fragment size), when known. */
   rootfsCapacityBytes?: number;
+  /** SwapTotal of /proc/meminfo in bytes (cadvisor's SwapCapacity), when read. */
+  swapCapacityBytes?: number;
 }
 
 /** An image as the image manager lists it. */

@@ -17,6 +17,7 @@ import {
   type EventRecorder, type MachineInfo, type NodeImage,
 } from './setters.js';
 import type { Node, NodeAddress, ResourceList } from './types.js';
+import { externalCloudProviderAddresses, setNodeFeatures, setSwapStatus } from './node-features.js';
 
 /**
  * What the kubelet tells the node status: machine facts, the CRI Version answer, what keeps the
@@ -31,6 +32,8 @@ export interface NodeStatusSource {
   pressure?(): { memory: boolean; disk: boolean; pid: boolean };
   /** The runtime's handlers from its last ready CRI Status (undefined before one). */
   runtimeHandlers?(): NodeRuntimeHandlerInfo[] | undefined;
+  /** The runtime's features from its last ready CRI Status (undefined/null: none sent). */
+  runtimeFeatures?(): { supplementalGroupsPolicy: boolean } | null | undefined;
 }
 
 export interface NodeStatusManagerOptions {
@@ -53,6 +56,10 @@ export interface NodeStatusManagerOptions {
   nodeStatusMaxImages?: number;
   /** The RecursiveReadOnlyMounts and UserNamespacesSupport gates (both on by default): runtimeHandlers is set when either is. */
   runtimeHandlerGates?: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean };
+  /** The NodeSwap and SupplementalGroupsPolicy gates (both on by default): nodeInfo.swap and status.features. */
+  nodeFeatureGates?: { nodeSwap: boolean; supplementalGroupsPolicy: boolean };
+  /** --cloud-provider=external, with the --node-ip values as given ([] when none was). */
+  externalCloudProvider?: { nodeIPs: string[] };
   /** nodeStatusUpdateFrequency in ms (10 s). */
   updateFrequencyMs?: number;
   /** nodeStatusReportFrequency in ms (5 min). */
@@ -132,9 +139,10 @@ export class NodeStatusManager {
       this.needsCandidates() ? (o.ipCandidates ?? (() => nodeIPCandidates(o.nodeName)))().catch(() => []) : Promise.resolve([]),
     ]);
     const status = (node.status ??= {});
+    const cloudOwnsAddresses = externalCloudProviderAddresses(node, { externalCloudProvider: o.externalCloudProvider !== undefined, nodeIPs: o.externalCloudProvider?.nodeIPs ?? [] });
     try {
-      status.addresses = nodeAddresses({ nodeIPs: o.nodeIPs ?? [], hostname: o.hostname, candidates });
-      this.lastObservedAddresses = status.addresses;
+      if (!cloudOwnsAddresses) status.addresses = nodeAddresses({ nodeIPs: o.nodeIPs ?? [], hostname: o.hostname, candidates });
+      this.lastObservedAddresses = status.addresses ?? [];
     } catch (err) {
       this.log.error('Failed to set some node status fields', { err: errorMessage(err) });
     }
@@ -144,6 +152,7 @@ export class NodeStatusManager {
       reserved: (capacity) => allocatableReservation(capacity, [o.systemReserved, o.kubeReserved], o.evictionHard),
     });
     if (!(machine instanceof Error)) {
+      setSwapStatus(node, machine.swapCapacityBytes, o.nodeFeatureGates?.nodeSwap ?? true);
       setVersionInfo(node, { kernelVersion: machine.kernelVersion, osImage: machine.osImage, runtime, kubeletVersion: o.kubeletVersion });
     }
     setDaemonEndpoints(node, o.kubeletPort);
@@ -161,9 +170,11 @@ export class NodeStatusManager {
     setPressureCondition(node, PID_PRESSURE, p.pid, now, o.recordEvent);
     setReadyCondition(node, o.source.readyErrors(), now, o.recordEvent, { localStorageCapacityIsolation: o.localStorageCapacityIsolation });
     setRuntimeHandlers(node, o.source.runtimeHandlers?.(), o.runtimeHandlerGates);
+    setNodeFeatures(node, o.source.runtimeFeatures?.(), o.nodeFeatureGates?.supplementalGroupsPolicy ?? true);
   }
 
   private needsCandidates(): boolean {
+    if (this.o.externalCloudProvider) return false;
     const ip = this.o.nodeIPs?.[0];
     return !ip || ip === '0.0.0.0' || ip === '::';
   }

@@ -465,3 +465,26 @@ test('a pod whose status cannot be read gets upstream\'s FailedSync event naming
   assert.deepEqual(events, ['u1 Warning FailedSync: error determining status: CRI PodSandboxStatus failed: UNKNOWN: remove netns: device or resource busy']);
   assert.equal(errors.length, 1);
 });
+
+test('previous instances found in the runtime before a first sync are killed and removed first; the pod starts once they are gone', async () => {
+  const asked: string[] = [];
+  const old = mkPod('old-uid', 'static-n1');
+  const r = rig({
+    previousInstances: async (pod) => {
+      asked.push(pod.metadata.uid!);
+      return pod.metadata.uid === 'new-uid' ? [{ metadata: { uid: 'old-uid', name: old.metadata.name, namespace: old.metadata.namespace }, spec: { containers: [] } }] : [];
+    },
+  });
+  r.holds.set('terminating old-uid', gate());
+  r.workers.updatePod({ updateType: 'create', pod: mkPod('new-uid', 'static-n1') });
+  await settle();
+  assert.deepEqual(r.calls, ['terminating old-uid'], 'the old instance is stopped, the new pod waits');
+  r.holds.get('terminating old-uid')!.open();
+  await r.workers.idle();
+  assert.deepEqual(r.calls, ['terminating old-uid', 'terminated old-uid removed', 'sync new-uid']);
+  assert.deepEqual(asked, ['new-uid'], 'asked once, before the first sync only');
+  r.workers.updatePod({ updateType: 'sync', pod: mkPod('new-uid', 'static-n1') });
+  await r.workers.idle();
+  assert.deepEqual(asked, ['new-uid']);
+  assert.equal(r.workers.isKnown('old-uid'), false, 'the old worker finished');
+});
