@@ -76,7 +76,8 @@ describe('kubelet-ts command line', () => {
     assert.match(line('kubeconfig'), /enables API server mode/);
     assert.match(line('node-labels'), /key=value/);
     assert.doesNotMatch(line('max-pods'), /NOT IMPLEMENTED/);
-    assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.doesNotMatch(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.match(line('cpu-manager-policy'), /NOT IMPLEMENTED/);
     assert.match(line('cgroup-driver'), /only cgroupfs/);
     assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);
   });
