@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 
 import { KUBERNETES_VERSION, parseVersionFlag } from '../src/version.js';
 import { repoRoot } from './fixtures/runtime.js';
+import { versionInfo } from './fixtures/test-apiserver/discovery.js';
 
 const run = promisify(execFile);
 
@@ -27,5 +28,11 @@ describe('kubelet-ts --version', () => {
     assert.deepEqual(parseVersionFlag('v1.34.7'), { print: 'no', override: 'v1.34.7' });
     assert.deepEqual(parseVersionFlag('false'), { print: 'no' });
     assert.throws(() => parseVersionFlag('1.34'));
+  });
+
+  it('passes the version-skew policy against the test API server (a kubelet not newer than the API server, at most 3 minors older)', () => {
+    const kubelet = Number(/^v1\.(\d+)\./.exec(KUBERNETES_VERSION)![1]);
+    const server = Number(versionInfo().minor);
+    assert.ok(kubelet <= server && kubelet >= server - 3, `kubelet 1.${kubelet} against API server 1.${server}`);
   });
 });
