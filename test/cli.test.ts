@@ -13,8 +13,11 @@ import { repoRoot } from './fixtures/runtime.js';
 import { waitForShutdown } from '../src/cli.js';
 import { FakeClock } from '../src/util/clock.js';
 import type { Logger } from '../src/util/log.js';
+import { ensureTestProcfs } from './fixtures/procfs.js';
 
 const run = promisify(execFile);
+// Every kubelet-ts started here inherits a procfs root of its own: the host's sysctls stay untouched.
+ensureTestProcfs();
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
