@@ -9,7 +9,8 @@
 //   --no-vm  everything but it (the second Node leg of scripts/test.sh: the VM runs once)
 
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -55,6 +56,22 @@ function counts(out) {
   return { pass: n('pass'), fail: n('fail'), skipped: n('skipped') };
 }
 
+// Every kubelet-ts a test starts checks swap and the kernel tunables under this procfs root,
+// never the host's /proc: it sets the tunables it finds wrong, as upstream, and the host's
+// sysctls are not the tests' to change. It holds the host's values and no swap.
+let fakeProcfs;
+if (!process.env.KUBELET_TS_PROCFS_ROOT) {
+  fakeProcfs = mkdtempSync(join(tmpdir(), 'kts-procfs-'));
+  writeFileSync(join(fakeProcfs, 'swaps'), 'Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n');
+  for (const name of ['vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/panic', 'kernel/panic_on_oops', 'kernel/keys/root_maxkeys', 'kernel/keys/root_maxbytes']) {
+    let value = '0';
+    try { value = readFileSync(join('/proc/sys', name), 'utf8'); } catch { /* not on this kernel */ }
+    mkdirSync(dirname(join(fakeProcfs, 'sys', name)), { recursive: true });
+    writeFileSync(join(fakeProcfs, 'sys', name), value);
+  }
+  process.env.KUBELET_TS_PROCFS_ROOT = fakeProcfs;
+}
+
 const total = { pass: 0, fail: 0, skipped: 0 };
 let failed = false;
 const { stdout: version } = await new Promise((resolve) => {
@@ -89,5 +106,6 @@ if (only !== '--unit' && integration.length) {
     }
   }
 }
+if (fakeProcfs) rmSync(fakeProcfs, { recursive: true, force: true });
 console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
 process.exit(failed || total.fail > 0 ? 1 : 0);

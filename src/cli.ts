@@ -24,6 +24,8 @@ import { bootstrapClientCertificate } from './certificate/bootstrap.js';
 import { clientCertificateProblem, clientCertificates, serverTLSBootstrapEnabled, servingCertificates, type KubeletCertificates, type ServingCertificates } from './certificate/kubelet.js';
 import { CONTENT_TYPE_PROTOBUF, type KubeletConfig, type KubeletFlags } from './config/index.js';
 import type { Logger } from './util/log.js';
+import { setupNode } from './kubelet/node-setup.js';
+import { KUBERNETES_VERSION, parseVersionFlag, rawVersion } from './version.js';
 
 /** The most a SIGTERM/SIGINT waits for an orderly stop before the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
@@ -53,6 +55,12 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   const { config, flags, warnings } = loaded;
   if (flags.help) {
     process.stdout.write(usage());
+    return 0;
+  }
+  const versionRequest = parseVersionFlag(flags.version);
+  if (versionRequest.print !== 'no') {
+    // upstream's verflag: "Kubernetes v1.34.0", or the whole version.Info with =raw
+    process.stdout.write(versionRequest.print === 'raw' ? `${rawVersion()}\n` : `Kubernetes ${KUBERNETES_VERSION}\n`);
     return 0;
   }
   try {
@@ -90,6 +98,14 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
       log.error('Failed to run the TLS bootstrap', { err: (err as Error).message });
       return 1;
     }
+  }
+
+  try {
+    // swap, the process's oom_score_adj, the kernel tunables: before anything runs (upstream run/setupNode)
+    await setupNode(config, log);
+  } catch (err) {
+    log.error('Failed to run Kubelet', { err: (err as Error).message });
+    return 1;
   }
 
   let apiClient: RestClient | undefined;

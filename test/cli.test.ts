@@ -13,8 +13,11 @@ import { repoRoot } from './fixtures/runtime.js';
 import { waitForShutdown } from '../src/cli.js';
 import { FakeClock } from '../src/util/clock.js';
 import type { Logger } from '../src/util/log.js';
+import { ensureTestProcfs } from './fixtures/procfs.js';
 
 const run = promisify(execFile);
+// Every kubelet-ts started here inherits a procfs root of its own: the host's sysctls stay untouched.
+ensureTestProcfs();
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -76,7 +79,8 @@ describe('kubelet-ts command line', () => {
     assert.match(line('kubeconfig'), /enables API server mode/);
     assert.match(line('node-labels'), /key=value/);
     assert.doesNotMatch(line('max-pods'), /NOT IMPLEMENTED/);
-    assert.match(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.doesNotMatch(line('fail-swap-on'), /NOT IMPLEMENTED/);
+    assert.match(line('cpu-manager-policy'), /NOT IMPLEMENTED/);
     assert.match(line('cgroup-driver'), /'cgroupfs', 'systemd'/);
     assert.doesNotMatch(line('cgroup-driver'), /NOT IMPLEMENTED/);
     assert.doesNotMatch(line('pod-manifest-path'), /NOT IMPLEMENTED/);

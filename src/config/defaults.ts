@@ -107,6 +107,7 @@ export function defaultKubeletConfig(): KubeletConfig {
     shutdownGracePeriod: 0,
     shutdownGracePeriodCriticalPods: 0,
     protectKernelDefaults: false,
+    oomScoreAdj: -999,
     podLogsDir: '/var/log/pods',
     statsBackend: 'native',
     oomWatcher: 'auto',

@@ -14,7 +14,7 @@ export const IMPLEMENTED_FEATURE_GATES: ReadonlySet<string> = new Set(['EventedP
  * client-go gates every Kubernetes binary carries), from recent releases; removed gates
  * that recent releases still accept are kept.
  */
-export const KNOWN_FEATURE_GATES: ReadonlySet<string> = new Set([
+const OLDER_KNOWN_FEATURE_GATES: readonly string[] = [
   // component-base and client-go
   'AllAlpha', 'AllBeta', 'ComponentFlagz', 'ComponentSLIs', 'ComponentStatusz', 'ContextualLogging',
   'LoggingAlphaOptions', 'LoggingBetaOptions', 'ClientsAllowCBOR', 'ClientsPreferCBOR',
@@ -61,7 +61,65 @@ export const KNOWN_FEATURE_GATES: ReadonlySet<string> = new Set([
   'TranslateStreamCloseWebsocketRequests', 'UnknownVersionInteroperabilityProxy',
   'UserNamespacesPodSecurityStandards', 'UserNamespacesSupport', 'VolumeAttributesClass',
   'VolumeCapacityPriority', 'WinDSR', 'WinOverlay', 'WindowsHostNetwork',
-]);
+];
+
+/**
+ * The gates upstream's kubelet 1.34 lists in its --feature-gates help (the ones not yet GA, nor
+ * deprecated), with their 1.34 defaults. A gate left at its default is not reported; a GA or
+ * deprecated gate (no entry here) is reported whenever it is set and kubelet-ts does not act on it.
+ */
+export const FEATURE_GATE_DEFAULTS_1_34: Readonly<Record<string, boolean>> = {
+  APIResponseCompression: true, APIServerIdentity: true, APIServingWithRoutine: false, AllAlpha: false,
+  AllBeta: false, AllowParsingUserUIDFromCertAuth: true, AllowUnsafeMalformedObjectDeletion: false,
+  CBORServingAndStorage: false, CPUManagerPolicyAlphaOptions: false, CPUManagerPolicyBetaOptions: true,
+  CSIVolumeHealth: false, ClearingNominatedNodeNameAfterBinding: false, ClientsAllowCBOR: false,
+  ClientsPreferCBOR: false, CloudControllerManagerWebhook: false, ClusterTrustBundle: false,
+  ClusterTrustBundleProjection: false, ComponentFlagz: false, ComponentStatusz: false,
+  ConcurrentWatchObjectDecode: false, ContainerCheckpoint: true, ContainerRestartRules: false,
+  ContainerStopSignals: false, ContextualLogging: true, CoordinatedLeaderElection: false,
+  CrossNamespaceVolumeDataSource: false, CustomCPUCFSQuotaPeriod: false, DRAAdminAccess: true,
+  DRAConsumableCapacity: false, DRADeviceBindingConditions: false, DRADeviceTaints: false,
+  DRAExtendedResource: false, DRAPartitionableDevices: false, DRAPrioritizedList: true,
+  DRAResourceClaimDeviceStatus: true, DRASchedulerFilterTimeout: true, DeclarativeValidation: true,
+  DeclarativeValidationTakeover: false, DeploymentReplicaSetTerminatingReplicas: false,
+  DetectCacheInconsistency: true, DisableCPUQuotaWithExclusiveCPUs: true, EnvFiles: false,
+  EventedPLEG: false, ExternalServiceAccountTokenSigner: true, GracefulNodeShutdown: true,
+  GracefulNodeShutdownBasedOnPodPriority: true, HPAConfigurableTolerance: false, HPAScaleToZero: false,
+  HostnameOverride: false, ImageMaximumGCAge: true, ImageVolume: false, InOrderInformers: true,
+  InPlacePodVerticalScaling: true, InPlacePodVerticalScalingExclusiveCPUs: false,
+  InPlacePodVerticalScalingExclusiveMemory: false, InTreePluginPortworxUnregister: false,
+  InformerResourceVersion: false, JobManagedBy: true, KubeletCrashLoopBackOffMax: false,
+  KubeletEnsureSecretPulledImages: false, KubeletFineGrainedAuthz: true, KubeletInUserNamespace: false,
+  KubeletPSI: true, KubeletPodResourcesDynamicResources: true, KubeletPodResourcesGet: true,
+  KubeletSeparateDiskGC: true, KubeletServiceAccountTokenForCredentialProviders: true,
+  ListFromCacheSnapshot: true, LocalStorageCapacityIsolationFSQuotaMonitoring: false,
+  LoggingAlphaOptions: false, LoggingBetaOptions: true, MatchLabelKeysInPodTopologySpread: true,
+  MatchLabelKeysInPodTopologySpreadSelectorMerge: true, MaxUnavailableStatefulSet: false, MemoryQoS: false,
+  MutableCSINodeAllocatableCount: false, MutatingAdmissionPolicy: false, NodeLogQuery: false,
+  NominatedNodeNameForExpectation: false, OpenAPIEnums: true, PodAndContainerStatsFromCRI: false,
+  PodCertificateRequest: false, PodDeletionCost: true, PodLevelResources: true,
+  PodLogsQuerySplitStreams: false, PodObservedGenerationTracking: true,
+  PodReadyToStartContainersCondition: true, PodTopologyLabelsAdmission: false, PortForwardWebsockets: true,
+  PreferSameTrafficDistribution: true, PreventStaticPodAPIReferences: true, ProcMountType: true,
+  QOSReserved: false, ReduceDefaultCrashLoopBackOffDecay: false, RelaxedServiceNameValidation: false,
+  ReloadKubeletServerCertificateFile: true, RemoteRequestHeaderUID: true, ResourceHealthStatus: false,
+  RotateKubeletServerCertificate: true, RuntimeClassInImageCriApi: false, SELinuxChangePolicy: true,
+  SELinuxMount: false, SELinuxMountReadWriteOncePod: true, SchedulerAsyncAPICalls: true,
+  SchedulerAsyncPreemption: true, SchedulerPopFromBackoffQ: true,
+  ServiceAccountNodeAudienceRestriction: true, SizeBasedListCostEstimate: true,
+  StorageCapacityScoring: false, StorageVersionAPI: false, StorageVersionHash: true,
+  StorageVersionMigrator: false, StrictIPCIDRValidation: false,
+  StructuredAuthenticationConfigurationEgressSelector: true, SupplementalGroupsPolicy: true,
+  SystemdWatchdog: true, TokenRequestServiceAccountUIDValidation: true,
+  TopologyManagerPolicyAlphaOptions: false, TopologyManagerPolicyBetaOptions: true,
+  TranslateStreamCloseWebsocketRequests: true, UnauthenticatedHTTP2DOSMitigation: true,
+  UnknownVersionInteroperabilityProxy: false, UserNamespacesPodSecurityStandards: false,
+  UserNamespacesSupport: true, WatchCacheInitializationPostStartHook: false, WatchList: true,
+  WatchListClient: false, WindowsCPUAndMemoryAffinity: false, WindowsGracefulNodeShutdown: true,
+};
+
+/** Every gate name accepted: the 1.34 help list and the GA, deprecated and 1.33 gates beside it. */
+export const KNOWN_FEATURE_GATES: ReadonlySet<string> = new Set([...OLDER_KNOWN_FEATURE_GATES, ...Object.keys(FEATURE_GATE_DEFAULTS_1_34)]);
 
 /** Upstream's message for a gate it does not know. */
 export function unrecognizedFeatureGate(name: string): string {
@@ -78,9 +136,10 @@ export function checkFeatureGateNames(gates: Readonly<Record<string, boolean>>, 
   }
 }
 
-/** Warnings naming each gate that is set and that kubelet-ts does not act on. */
+/** Warnings naming each gate kubelet-ts does not act on that is set off its 1.34 default (or set at all, default unknown). */
 export function featureGateWarnings(gates: Readonly<Record<string, boolean>>): string[] {
   return Object.keys(gates)
     .filter((name) => KNOWN_FEATURE_GATES.has(name) && !IMPLEMENTED_FEATURE_GATES.has(name))
+    .filter((name) => !Object.hasOwn(FEATURE_GATE_DEFAULTS_1_34, name) || FEATURE_GATE_DEFAULTS_1_34[name] !== gates[name])
     .map((name) => notImplementedMessage(`feature gate ${name}`));
 }

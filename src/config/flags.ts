@@ -15,6 +15,8 @@ import { KNOWN_FEATURE_GATES, unrecognizedFeatureGate } from './feature-gates.js
 import type { KubeletConfig } from './kubelet-config.js';
 import { FIELD_SUPPORT, FLAG_SUPPORT, notImplementedMessage } from './schema.js';
 import { CIPHER_SUITES, INSECURE_CIPHER_SUITE_NAMES, SECURE_CIPHER_SUITE_NAMES } from './tls-names.js';
+import { CONFIG_FLAG_DEPRECATION, parseFlagValue, UPSTREAM_FLAG_SPECS } from './upstream-flags.js';
+import { parseVersionFlag } from '../version.js';
 
 /** Settings that only exist as flags (not KubeletConfiguration fields). */
 export interface KubeletFlags {
@@ -44,9 +46,29 @@ export interface KubeletFlags {
   verbosity: number;
   /** -h / --help was given: print usage() and exit. */
   help: boolean;
+  /** --version (`true` or `raw`): print the version and exit; --version=vX.Y.Z sets the reported version. */
+  version?: string;
+  /**
+   * upstream's deprecated container GC flags (--minimum-container-ttl-duration,
+   * --maximum-dead-containers-per-container, --maximum-dead-containers); undefined = defaults.
+   */
+  containerGCPolicy?: { minAgeMs: number; maxPerPodContainer: number; maxContainers: number };
+  /** --pod-infra-container-image (deprecated): an image image GC keeps; undefined = the runtime's sandbox image. */
+  podInfraContainerImage?: string;
 }
 
-type FlagKind = 'string' | 'strings' | 'bool' | 'int' | 'int64' | 'duration' | 'featureGates';
+export type FlagKind =
+  | 'string' | 'strings' | 'bool' | 'int' | 'int64' | 'duration' | 'featureGates'
+  // key=value pairs (pflag mapStringString: the first use replaces the default, repeats merge)
+  | 'map'
+  // key<value pairs (upstream's LangleSeparatedMapStringString, for eviction thresholds)
+  | 'langleMap'
+  // key=value:Effect,... (upstream's RegisterWithTaintsVar)
+  | 'taints'
+  // name:value,... (upstream's ColonSeparatedMultimapStringString)
+  | 'headers'
+  // an optional value: --version, --version=raw, --version=v1.34.0
+  | 'version';
 
 /** A KubeletConfig field, or a dotted path into one of its structs (authentication, authorization). */
 export type ConfigPath =
@@ -65,7 +87,7 @@ export type ConfigPath =
  */
 export type FlagOverrides = Partial<KubeletConfig> & { [path: string]: unknown };
 
-interface FlagSpec {
+export interface FlagSpec {
   name: string;
   short?: string;
   kind: FlagKind;
@@ -83,9 +105,18 @@ interface FlagSpec {
   help: string;
   /** kubelet-ts's own flags and the few upstream keeps undeprecated. */
   notDeprecated?: boolean;
+  /** upstream's own deprecation message (pflag MarkDeprecated), instead of the config-file one. */
+  deprecated?: string;
+  /**
+   * Accepted and not acted on: reported at start-up as not implemented when given with a value
+   * other than this (upstream's default, as the flag prints it).
+   */
+  notImplementedUnless?: string;
+  /** The value a bare flag takes (pflag NoOptDefVal), for kinds that are not bool. */
+  noOptValue?: string;
 }
 
-const FLAG_SPECS: readonly FlagSpec[] = [
+const KUBELET_TS_FLAG_SPECS: readonly FlagSpec[] = [
   { name: 'config', kind: 'string', flagField: 'configFile', notDeprecated: true,
     help: 'The kubelet loads its initial configuration from this file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1). Relative paths start at the current directory. Omit it to use the built-in defaults. Flags override the file.' },
   { name: 'kubeconfig', kind: 'string', flagField: 'kubeconfig', notDeprecated: true,
@@ -146,9 +177,9 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'Set the maximum number of processes per pod. If -1, the kubelet defaults to the node allocatable pid capacity.' },
   { name: 'protect-kernel-defaults', kind: 'bool', configField: 'protectKernelDefaults',
     help: 'Default kubelet behaviour for kernel tuning. If set, kubelet errors if any of kernel tunables is different than kubelet defaults.' },
-  { name: 'rotate-certificates', kind: 'bool', configField: 'rotateCertificates',
+  { name: 'rotate-certificates', kind: 'bool', configField: 'rotateCertificates', deprecated: CONFIG_FLAG_DEPRECATION,
     help: 'Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches.' },
-  { name: 'make-iptables-util-chains', kind: 'bool', unmodeledField: 'makeIPTablesUtilChains', warnUnless: false, defaultText: 'true',
+  { name: 'make-iptables-util-chains', kind: 'bool', unmodeledField: 'makeIPTablesUtilChains', notImplementedUnless: 'false', deprecated: CONFIG_FLAG_DEPRECATION, defaultText: 'true',
     help: 'If true, kubelet will ensure iptables utility rules are present on host. (NOT IMPLEMENTED by kubelet-ts: it makes no iptables utility chains; true is reported at start-up and ignored)' },
   { name: 'tls-cert-file', kind: 'string', configField: 'tlsCertFile',
     help: 'File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert). If not given, a self-signed certificate and key are generated in --cert-dir.' },
@@ -181,7 +212,7 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'A set of key=value pairs that describe feature gates for alpha/experimental features, e.g. EventedPLEG=true. kubelet-ts acts on EventedPLEG; other upstream gates are reported as not implemented; an unknown gate is an error.' },
   { name: 'allowed-unsafe-sysctls', kind: 'strings', configField: 'allowedUnsafeSysctls',
     help: "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your own risk." },
-  { name: 'seccomp-default', kind: 'bool', configField: 'seccompDefault', defaultText: 'false',
+  { name: 'seccomp-default', kind: 'bool', configField: 'seccompDefault', defaultText: 'false', notDeprecated: true,
     help: 'Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.' },
   { name: 'stats-backend', kind: 'string', configField: 'statsBackend', defaultText: 'native', notDeprecated: true,
     help: 'kubelet-ts: where cgroup statistics come from: native (C++ addon), fs (pure TypeScript), cri (the runtime).' },
@@ -189,15 +220,15 @@ const FLAG_SPECS: readonly FlagSpec[] = [
     help: 'kubelet-ts: how OOM kills are observed: auto, ebpf, cgroup (inotify/eventfd), kmsg, off.' },
 ];
 
+const FLAG_SPECS: readonly FlagSpec[] = [...KUBELET_TS_FLAG_SPECS, ...UPSTREAM_FLAG_SPECS];
+
 const BY_NAME: ReadonlyMap<string, FlagSpec> = new Map(FLAG_SPECS.map((s) => [s.name, s]));
 const BY_SHORT: ReadonlyMap<string, FlagSpec> = new Map(
   FLAG_SPECS.filter((s) => s.short !== undefined).map((s) => [s.short!, s]),
 );
 
 // Upstream marks every flag that maps to a KubeletConfiguration field deprecated.
-const DEPRECATION =
-  "This parameter should be set via the config file specified by the Kubelet's --config flag. " +
-  'See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information.';
+const DEPRECATION = CONFIG_FLAG_DEPRECATION;
 
 /** Flag values as given on the command line, by flag name (last one wins, gates merge). */
 export interface ParsedFlags {
@@ -275,10 +306,47 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
   const warnings: string[] = [];
   const deprecatedSeen = new Set<string>();
   const unmodeled = new Map<FlagSpec, boolean>();
+  const notImplemented = new Map<FlagSpec, string>();
+  const mapsSeen = new Map<string, unknown>();
 
   const apply = (spec: FlagSpec, display: string, value: string): void => {
-    let v: string | number | boolean | string[];
+    // pflag prints a deprecated flag's warning once, when it is given
+    const deprecation = spec.deprecated ?? (spec.configField !== undefined && !spec.notDeprecated ? DEPRECATION : undefined);
+    if (deprecation !== undefined && !deprecatedSeen.has(spec.name)) {
+      deprecatedSeen.add(spec.name);
+      warnings.push(`Flag --${spec.name} has been deprecated, ${deprecation}`);
+    }
+    let v: unknown;
     switch (spec.kind) {
+      case 'map':
+      case 'langleMap':
+      case 'taints':
+      case 'headers': {
+        const key = spec.configField ?? spec.name;
+        v = parseFlagValue(spec.kind, display, value, (overrides as Record<string, unknown>)[key] ?? mapsSeen.get(spec.name));
+        mapsSeen.set(spec.name, v);
+        if (spec.kind === 'map' && spec.configField === 'evictionSoftGracePeriod') {
+          const periods: Record<string, number> = {};
+          for (const [k, d] of Object.entries(v as Record<string, string>)) {
+            try {
+              periods[k] = parseDuration(d);
+            } catch (err) {
+              if (err instanceof DurationError) throw flagError(display, `invalid argument ${JSON.stringify(value)}: ${k}: ${err.message}`);
+              throw err;
+            }
+          }
+          v = periods;
+        }
+        break;
+      }
+      case 'version':
+        try {
+          parseVersionFlag(value);
+        } catch (err) {
+          throw flagError(display, (err as Error).message);
+        }
+        v = value;
+        break;
       case 'string':
         v = value;
         break;
@@ -320,16 +388,24 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
         return;
       }
     }
+    if (spec.notImplementedUnless !== undefined) {
+      // accepted, its value checked, not acted on: named at start-up unless at upstream's default
+      notImplemented.set(spec, value);
+      return;
+    }
     if (spec.unmodeledField !== undefined) {
       unmodeled.set(spec, v as boolean);
       return;
     }
+    if (spec.flagField === 'containerGCPolicy') {
+      const p = (flags.containerGCPolicy ??= { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 });
+      if (spec.name === 'minimum-container-ttl-duration') p.minAgeMs = v as number;
+      else if (spec.name === 'maximum-dead-containers-per-container') p.maxPerPodContainer = v as number;
+      else p.maxContainers = v as number;
+      return;
+    }
     if (spec.configField !== undefined) {
       (overrides as Record<string, unknown>)[spec.configField] = v;
-      if (!spec.notDeprecated && !deprecatedSeen.has(spec.name)) {
-        deprecatedSeen.add(spec.name);
-        warnings.push(`Flag --${spec.name} has been deprecated, ${DEPRECATION}`);
-      }
     } else if (spec.flagField === 'nodeIP') {
       const ips = String(v).split(',').map((s) => s.trim()).filter((s) => s !== '');
       for (const ip of ips) {
@@ -384,11 +460,17 @@ export function parseKubeletFlags(argv: readonly string[]): ParsedFlags {
     let value: string;
     if (inline !== undefined) value = inline;
     else if (spec.kind === 'bool') value = 'true';
+    else if (spec.noOptValue !== undefined) value = spec.noOptValue;
     else {
       if (i + 1 >= argv.length) throw flagError(display, 'flag needs an argument');
       value = argv[++i]!;
     }
     apply(spec, display, value);
+  }
+  for (const [spec, v] of notImplemented) {
+    if (v !== spec.notImplementedUnless) {
+      warnings.push(notImplementedMessage(`flag --${spec.name}=${v}${spec.unmodeledField !== undefined ? ` (field ${spec.unmodeledField})` : ''}`));
+    }
   }
   for (const [spec, v] of unmodeled) {
     if (spec.warnUnless === undefined || v !== spec.warnUnless) {
@@ -416,14 +498,16 @@ export function applyFlagOverrides(c: KubeletConfig, overrides: FlagOverrides): 
 export function usage(): string {
   const lines = ['Usage:', '  kubelet-ts [flags]', '', 'Flags:'];
   const heads = FLAG_SPECS.map((s) => {
-    const type = s.kind === 'bool' ? '' : s.kind === 'featureGates' ? ' mapStringBool' : ` ${s.kind}`;
+    const type = s.kind === 'bool' ? '' : s.kind === 'featureGates' ? ' mapStringBool' : s.kind === 'map' || s.kind === 'langleMap' ? ' mapStringString' : s.kind === 'version' ? ' version[=true]' : ` ${s.kind}`;
     return `${s.short !== undefined ? `-${s.short}, ` : '    '}--${s.name}${type}`;
   });
   const width = Math.max(...heads.map((h) => h.length)) + 2;
   FLAG_SPECS.forEach((s, i) => {
     let text = s.help;
     if (s.defaultText !== undefined) text += ` (default ${s.defaultText})`;
-    if (s.configField !== undefined && !s.notDeprecated) text += ` (DEPRECATED: set ${String(s.configField)} in the --config file)`;
+    if (s.deprecated !== undefined) text += ` (DEPRECATED: ${s.deprecated})`;
+    else if (s.configField !== undefined && !s.notDeprecated) text += ` (DEPRECATED: set ${String(s.configField)} in the --config file)`;
+    if (s.notImplementedUnless !== undefined) text += ' (NOT IMPLEMENTED by kubelet-ts: a value other than the default is reported at start-up and ignored)';
     const notImplemented =
       (s.configField !== undefined && FIELD_SUPPORT[s.configField.split('.')[0] as keyof KubeletConfig] === 'not-implemented') ||
       (s.flagField !== undefined && FLAG_SUPPORT[s.flagField] === 'not-implemented');
@@ -432,4 +516,26 @@ export function usage(): string {
   });
   lines.push('', 'The --config file is a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in YAML or JSON.');
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * How kubelet-ts treats a command-line flag (without dashes), or undefined for one it does not
+ * know: `deprecated` when it prints upstream's deprecation warning; `implemented` when kubelet-ts
+ * acts on it (else it is reported at start-up as not implemented when set).
+ */
+export function classifyFlag(name: string): { deprecated: boolean; implemented: boolean } | undefined {
+  const s = BY_NAME.get(name);
+  if (s === undefined) return undefined;
+  const deprecated = s.deprecated !== undefined || (s.configField !== undefined && !s.notDeprecated);
+  const implemented =
+    s.notImplementedUnless === undefined &&
+    s.unmodeledField === undefined &&
+    (s.configField === undefined || FIELD_SUPPORT[s.configField.split('.')[0] as keyof KubeletConfig] === 'implemented') &&
+    (s.flagField === undefined || FLAG_SUPPORT[s.flagField] !== 'not-implemented');
+  return { deprecated, implemented };
+}
+
+/** The long names of every flag kubelet-ts accepts. */
+export function flagNames(): string[] {
+  return FLAG_SPECS.map((s) => s.name);
 }

@@ -52,5 +52,7 @@ export {
   parseKubeletFlags,
   type ParsedFlags,
   usage,
+  classifyFlag,
+  flagNames,
 } from './flags.js';
 export { loadConfig, type ReadFileFn } from './load.js';

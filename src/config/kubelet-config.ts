@@ -194,6 +194,8 @@ export interface KubeletConfig {
   shutdownGracePeriodCriticalPods: number;
   /** Default false. */
   protectKernelDefaults: boolean;
+  /** The kubelet process's own oom_score_adj, in [-1000, 1000]. Default -999. */
+  oomScoreAdj: number;
   /** Default /var/log/pods. */
   podLogsDir: string;
   /** kubelet-ts only: where cgroup statistics come from. Default 'native'. */

@@ -15,6 +15,7 @@ import type { KubeletConfig } from './kubelet-config.js';
 import { resolveKubeletConfig, resolveRelativePaths } from './resolve.js';
 import { notImplementedWarnings } from './schema.js';
 import { validateKubeletConfig } from './validation.js';
+import { parseVersionFlag } from '../version.js';
 
 export type ReadFileFn = (path: string, encoding: 'utf8') => Promise<string>;
 
@@ -49,7 +50,8 @@ export async function loadConfig(
   readFile: ReadFileFn = defaultReadFile,
 ): Promise<{ config: KubeletConfig; flags: KubeletFlags; warnings: string[] }> {
   const { flags, overrides, warnings } = parseKubeletFlags(argv);
-  if (flags.help) return { config: defaultKubeletConfig(), flags, warnings };
+  // --help and --version print before any file is read (upstream's verflag runs first too)
+  if (flags.help || parseVersionFlag(flags.version).print !== 'no') return { config: defaultKubeletConfig(), flags, warnings };
 
   let config: KubeletConfig;
   let baseline: KubeletConfig;

@@ -295,6 +295,7 @@ export function resolveKubeletConfig(
     c.shutdownGracePeriodCriticalPods,
   );
   c.protectKernelDefaults = orUnset(r.bool('protectKernelDefaults'), c.protectKernelDefaults);
+  c.oomScoreAdj = orUnset(r.int('oomScoreAdj'), c.oomScoreAdj);
   c.statsBackend = orDefault(r.str('statsBackend'), c.statsBackend) as StatsBackend;
   c.oomWatcher = orDefault(r.str('oomWatcher'), c.oomWatcher) as OomWatcherMode;
 

@@ -96,8 +96,12 @@ export const FIELD_SUPPORT: Readonly<Record<keyof KubeletConfig, FieldSupport>> 
   systemReservedCgroup: 'implemented',
   kubeReservedCgroup: 'implemented',
   enforceNodeAllocatable: 'implemented',
-  protectKernelDefaults: 'not-implemented',
-  failSwapOn: 'not-implemented',
+  // checked (protected) or set at start-up, as upstream's setupKernelTunables (src/kubelet/node-setup.ts)
+  protectKernelDefaults: 'implemented',
+  // /proc/swaps read at start-up (src/kubelet/node-setup.ts)
+  failSwapOn: 'implemented',
+  // written to /proc/self/oom_score_adj at start-up (src/kubelet/node-setup.ts)
+  oomScoreAdj: 'implemented',
   // Eviction.
   evictionHard: 'implemented',
   evictionSoft: 'implemented',
@@ -140,6 +144,9 @@ export const FLAG_SUPPORT: Readonly<Record<keyof KubeletFlags, FieldSupport | 'l
   help: 'implemented',
   imageCredentialProviderConfig: 'implemented',
   imageCredentialProviderBinDir: 'implemented',
+  version: 'implemented',
+  containerGCPolicy: 'implemented',
+  podInfraContainerImage: 'implemented',
 };
 
 /** The KubeletConfiguration fields kubelet-ts models (parses, defaults, validates). */

@@ -141,6 +141,7 @@ export function validateKubeletConfig(c: KubeletConfig, source?: string): void {
     bad('configMapAndSecretChangeDetectionStrategy', `must be one of "Get", "Cache", "Watch", got ${showValue(c.configMapAndSecretChangeDetectionStrategy)}`);
   }
   if (c.maxPods < 0) bad('maxPods', `must not be a negative number, got ${c.maxPods}`);
+  if (c.oomScoreAdj < -1000 || c.oomScoreAdj > 1000) bad('oomScoreAdj', `must be between -1000 and 1000, got ${c.oomScoreAdj}`);
   // upstream validateKubeletOSConfiguration (linux)
   const idsPerPod = c.userNamespaces.idsPerPod;
   if (idsPerPod < 65536) bad('userNamespaces.idsPerPod', `must not be less than 65536, got ${idsPerPod}`);

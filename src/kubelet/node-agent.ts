@@ -4,7 +4,6 @@
 // nodeLeaseDurationSeconds), all on the injected clock. Neither ever blocks
 // the syncLoop, and stop() abandons calls in flight instead of waiting on the API server.
 
-import { readFileSync } from 'node:fs';
 import { RestClient } from '../client/rest.js';
 import { Reflector } from '../client/reflector.js';
 import type { KubeletConfig, KubeletFlags } from '../config/index.js';
@@ -18,24 +17,17 @@ import type { Clock, Timer } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import type { NodeFacts } from './dependencies.js';
+import { KUBERNETES_VERSION, parseVersionFlag } from '../version.js';
 
 
 /** How long stop() waits for the status and lease loops to notice the abort. */
 export const NODE_AGENT_STOP_MS = 1_000;
 
-/** The version the Node reports (nodeInfo.kubeletVersion): kubelet-ts's own. */
-export const KUBELET_VERSION = readVersion();
-
-function readVersion(): string {
-  // package.json sits three levels above this file both as source (src/kubelet) and built (dist/src/kubelet).
-  for (const rel of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'kubelet-ts' && pkg.version) return `v${pkg.version}`;
-    } catch { /* try the next */ }
-  }
-  return 'v0.0.0-unknown';
-}
+/**
+ * The version the Node reports (nodeInfo.kubeletVersion): the Kubernetes release kubelet-ts
+ * implements (src/version.ts; kubelet-ts's own build is the Node's kubelet-ts.io/build annotation).
+ */
+export const KUBELET_VERSION = KUBERNETES_VERSION;
 
 export type NodeEventRecorder = (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 
@@ -121,7 +113,8 @@ export class NodeAgent {
         recursiveReadOnlyMounts: config.featureGates.RecursiveReadOnlyMounts ?? true,
         userNamespaces: config.featureGates.UserNamespacesSupport ?? true,
       },
-      kubeletVersion: KUBELET_VERSION,
+      // --version=vX.Y.Z sets the reported version, as upstream's verflag
+      kubeletVersion: parseVersionFlag(flags.version).override ?? KUBELET_VERSION,
       // The secured kubelet API's port, where the API server proxies nodes/proxy, logs and exec.
       kubeletPort: config.port,
       nodeIPs: flags.nodeIP.length ? flags.nodeIP : (o.hostIPs ?? []),

@@ -85,7 +85,8 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
     log,
     registry: kubelet.metrics,
     recordEvent: (type, reason, message) => kubelet.events.record(`Node ${kubelet.nodeName}`, type, reason, message),
-    sandboxImage: () => runtimeSandboxImage(cri),
+    // --pod-infra-container-image (deprecated) names the image to keep; else the runtime's sandbox image
+    sandboxImage: async () => flags.podInfraContainerImage ?? runtimeSandboxImage(cri),
   });
   // GC's lists decoded on the wire (lean-lists.ts): protobufjs objects of every container once a minute otherwise
   const gcLister = new LeanGCLister({ runtimeEndpoint: cri.runtimeEndpoint, timeoutMs: cri.timeoutMs, maxMessageBytes: cri.maxMessageBytes, clock });
@@ -96,6 +97,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
       removeContainer: (id) => cri.removeContainer(id),
       removePodSandbox: (id) => cri.removePodSandbox(id),
     }, config.podLogsDir, gcLister),
+    policy: flags.containerGCPolicy,
     state: { shouldPodContentBeRemoved: (uid) => kubelet.podContentRemovable(uid), shouldPodRuntimeBeRemoved: (uid) => kubelet.podRuntimeRemovable(uid) },
     allSourcesReady: () => kubelet.sourcesReady(),
     now: () => clock.now(),

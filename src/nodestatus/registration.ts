@@ -12,6 +12,7 @@ import { errorMessage } from '../util/errors.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { nodeStatusPatch } from './node-patch.js';
 import { goArch, goOS } from './setters.js';
+import { BUILD_ANNOTATION, KUBELET_TS_BUILD } from '../version.js';
 import type { Node, ResourceList, Taint } from './types.js';
 
 export const LABEL_HOSTNAME = 'kubernetes.io/hostname';
@@ -69,6 +70,8 @@ export function initialNode(o: InitialNodeOptions): Node {
   if (o.externalCloudProvider) taints.push({ key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' });
   if (taints.length) node.spec!.taints = taints;
   if (o.enableControllerAttachDetach ?? true) node.metadata.annotations = { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: 'true' };
+  // kubelet-ts's own build (nodeInfo.kubeletVersion names the Kubernetes release it implements)
+  (node.metadata.annotations ??= {})[BUILD_ANNOTATION] = KUBELET_TS_BUILD;
   Object.assign(node.metadata.labels!, o.nodeLabels ?? {});
   if (o.providerID) node.spec!.providerID = o.providerID;
   if (o.instanceType) {
@@ -86,6 +89,14 @@ export function reconcileAttachDetachAnnotation(initial: Node, existing: Node): 
   if ((want ?? '') === (have ?? '')) return false;
   if (want === undefined) delete existing.metadata.annotations![CONTROLLER_MANAGED_ATTACH_ANNOTATION];
   else (existing.metadata.annotations ??= {})[CONTROLLER_MANAGED_ATTACH_ANNOTATION] = want;
+  return true;
+}
+
+/** The build annotation kept in step on an existing Node (a kubelet-ts upgrade shows at once). */
+export function reconcileBuildAnnotation(initial: Node, existing: Node): boolean {
+  const want = initial.metadata.annotations?.[BUILD_ANNOTATION];
+  if (want === undefined || existing.metadata.annotations?.[BUILD_ANNOTATION] === want) return false;
+  (existing.metadata.annotations ??= {})[BUILD_ANNOTATION] = want;
   return true;
 }
 
@@ -247,6 +258,7 @@ export class NodeRegistration {
     this.created = false;
     const original = structuredClone(existing);
     let changed = reconcileAttachDetachAnnotation(node, existing);
+    changed = reconcileBuildAnnotation(node, existing) || changed;
     changed = updateDefaultLabels(node, existing) || changed;
     changed = reconcileExtendedResources(node, existing, this.o.resetExtendedResources ?? true) || changed;
     changed = reconcileHugePages(node, existing) || changed;

@@ -27,6 +27,7 @@ import { CriClient } from '../../src/runtime/cri-client.js';
 import { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { freePort, waitFor } from '../fixtures/kubelet-process.js';
 import { ensureRuntime, repoRoot, type TestRuntime } from '../fixtures/runtime.js';
+import { ensureTestProcfs } from '../fixtures/procfs.js';
 
 const WAIT = 60_000;
 const NODE = hostname().toLowerCase();
@@ -136,6 +137,7 @@ describe('CIS Kubernetes Benchmark 4.2 (kubelet): the README table, on real proc
     const port = await freePort();
     const argv = [join(repoRoot(), 'bin', 'kubelet-ts.mjs'), '--container-runtime-endpoint', rt.endpoint, '--root-dir', rootDir,
       '--kubeconfig', kubeconfig, '--address', '127.0.0.1', '--port', String(port), ...args];
+    ensureTestProcfs();
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     let logs = '';
     child.stderr!.on('data', (d) => { logs += d; });

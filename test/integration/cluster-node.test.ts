@@ -60,7 +60,9 @@ describe('kubelet-ts joined to the test API server, seen with kubectl', () => {
     }, WAIT, 'the node to be Ready', 1_000);
     const [name, status, roles, , version, ip, external, , kernel, runtime] = row;
     assert.deepEqual([name, status, roles, external], [NODE, 'Ready', '<none>', '<none>']);
-    assert.match(version!, /^v\d+\.\d+\.\d+/);
+    // the Kubernetes release kubelet-ts implements (not newer than the API server); its own build in an annotation
+    assert.match(version!, /^v1\.34\.\d+$/);
+    assert.match(await kubectl(['get', 'node', NODE, '-o', 'jsonpath={.metadata.annotations.kubelet-ts\\.io/build}']), /^v\d+\.\d+\.\d+/);
     assert.match(ip!, /^\d+\.\d+\.\d+\.\d+$/);
     assert.ok(kernel);
     assert.match(runtime!, /^containerd:\/\/\S+$/);

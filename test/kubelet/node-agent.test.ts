@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { RestClient } from '../../src/client/rest.js';
 import { Kubelet } from '../../src/kubelet/kubelet.js';
 import { KUBELET_VERSION } from '../../src/kubelet/node-agent.js';
+import { BUILD_ANNOTATION, KUBELET_TS_BUILD } from '../../src/version.js';
 import { microTime } from '../../src/nodestatus/lease.js';
 import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { TOKEN, nodeManifest, startServer } from '../test-apiserver/client.js';
@@ -81,6 +82,10 @@ describe('kubelet with an API server (test API server double, fake clock)', () =
     assert.deepEqual(n.status.addresses, [{ type: 'InternalIP', address: '10.0.0.1' }, { type: 'Hostname', address: 'node-a' }]);
     assert.equal(n.status.nodeInfo.containerRuntimeVersion, 'containerd://1.7.24');
     assert.equal(n.status.nodeInfo.kubeletVersion, KUBELET_VERSION);
+    // the Kubernetes release kubelet-ts implements (version-skew checks read it); kubelet-ts's own build beside it
+    assert.match(n.status.nodeInfo.kubeletVersion, /^v1\.34\.\d+$/);
+    assert.equal(n.metadata.annotations[BUILD_ANNOTATION], KUBELET_TS_BUILD);
+    assert.match(KUBELET_TS_BUILD, /^v\d+\.\d+\.\d+/);
     assert.deepEqual(n.status.images, [{ names: ['busybox@sha256:aa', 'busybox:1.36'], sizeBytes: 2_000_000 }]);
     // The secure port the config gives: where the API server proxies logs, exec and nodes/proxy.
     assert.deepEqual(n.status.daemonEndpoints, { kubeletEndpoint: { Port: 10350 } });

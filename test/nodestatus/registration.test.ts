@@ -7,6 +7,7 @@ import type { TestApiServer } from '../fixtures/test-apiserver/server.js';
 import { TOKEN, startServer } from '../test-apiserver/client.js';
 import { quietLogger, until } from '../client/drive.js';
 import { FakeSource } from './doubles.js';
+import { BUILD_ANNOTATION, KUBELET_TS_BUILD } from '../../src/version.js';
 
 /** A fake clock that also records every wait asked of it. */
 class RecordingClock extends FakeClock {
@@ -55,7 +56,7 @@ describe('node registration against the test API server (fake clock)', () => {
     });
     assert.match(node.metadata.labels['kubernetes.io/arch'], /^(amd64|arm64|arm|386|ppc64le|s390x|riscv64)$/);
     assert.equal(node.metadata.labels['node.kubernetes.io/instance-type'], undefined, 'no instance type when unknown');
-    assert.deepEqual(node.metadata.annotations, { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' });
+    assert.deepEqual(node.metadata.annotations, { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', [BUILD_ANNOTATION]: KUBELET_TS_BUILD });
     assert.deepEqual(node.spec.taints, [{ key: 'dedicated', value: 'edge', effect: 'NoSchedule' }]);
     assert.deepEqual(node.status.capacity, { cpu: '4', memory: '8Gi', 'hugepages-2Mi': '0', 'hugepages-1Gi': '0', pods: '110', 'ephemeral-storage': '100Gi' });
     assert.deepEqual(node.status.conditions.map((c: any) => `${c.type}=${c.status} ${c.reason}`),
@@ -93,7 +94,7 @@ describe('node registration against the test API server (fake clock)', () => {
     assert.equal(node.metadata.labels['kubernetes.io/hostname'], 'host-1');
     assert.equal(node.metadata.labels.custom, 'kept');
     assert.equal(node.metadata.labels['kubernetes.io/arch'], node.metadata.labels['beta.kubernetes.io/arch']);
-    assert.deepEqual(node.metadata.annotations, { mine: 'kept', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' });
+    assert.deepEqual(node.metadata.annotations, { mine: 'kept', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', [BUILD_ANNOTATION]: KUBELET_TS_BUILD });
     assert.equal(node.spec.podCIDR, '10.244.0.0/24');
     assert.equal(node.status.capacity['example.com/gpu'], '0', 'extended resources zeroed until a device plugin says otherwise');
     assert.equal(node.status.allocatable['example.com/gpu'], '0');
