@@ -6,6 +6,7 @@ import type { Container, Pod } from '../api/types.js';
 import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
 import { containerHashMatches, resourcesChanged } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
+import { ephemeralContainersOf, ephemeralContainersToStart } from './ephemeral.js';
 
 export interface ContainerToKill {
   id: string;
@@ -33,6 +34,8 @@ export interface PodActions {
   /** Regular containers (index into spec.containers) to start. */
   containersToStart: number[];
   containersToKill: ContainerToKill[];
+  /** Ephemeral containers (index into spec.ephemeralContainers) to start: started once, never restarted. */
+  ephemeralContainersToStart: number[];
 }
 
 /** Newest status per container name (statuses are ordered newest first). */
@@ -56,6 +59,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     initContainersToStart: [],
     containersToStart: [],
     containersToKill: [],
+    ephemeralContainersToStart: [],
   };
   const policy = pod.spec.restartPolicy ?? 'Always';
   const latest = latestByName(status.containerStatuses);
@@ -92,6 +96,9 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     actions.containersToStart = toStart;
     return actions;
   }
+
+  // Ephemeral containers may start before initialization is complete (upstream).
+  actions.ephemeralContainersToStart = ephemeralContainersToStart(pod, status);
 
   // 2. Init containers, in order: each to success (restartable ones: to running) before the next.
   let initDone = true;
@@ -181,7 +188,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     }
     keepCount++;
   });
-  for (const c of initContainers) specNames.add(c.name);
+  for (const c of [...initContainers, ...ephemeralContainersOf(pod)]) specNames.add(c.name);
   // Running containers the spec no longer names, and older attempts still running.
   for (const s of status.containerStatuses) {
     if (s.state !== 'running') continue;
@@ -195,6 +202,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
   if (keepCount === 0 && actions.containersToStart.length === 0) {
     actions.killPod = true;
     actions.initContainersToStart = [];
+    actions.ephemeralContainersToStart = [];
   }
   return actions;
 }
