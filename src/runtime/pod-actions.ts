@@ -114,6 +114,11 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
           actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} resources changed (in-place resize is not implemented), will be restarted` });
           actions.initContainersToStart.push(i);
         }
+        const gate = sidecarProbeGate(c, s, i, actions, probes, initializedBefore(pod, latest));
+        if (gate === 'wait') {
+          initDone = false;
+          break;
+        }
         continue;
       }
       if (s?.state === 'unknown') actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: 'Container state unknown' });
@@ -205,6 +210,30 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     actions.ephemeralContainersToStart = [];
   }
   return actions;
+}
+
+/**
+ * A running sidecar's probes (upstream computeInitContainerActions): a failed liveness or startup
+ * probe restarts it; until its startup probe has succeeded the next init container (and the
+ * regular containers) wait, unless the pod has initialized before (a regular container exists).
+ */
+function sidecarProbeGate(c: Container, s: ContainerRuntimeStatus, i: number, actions: PodActions, probes: ProbeResultsView | undefined, initialized: boolean): 'wait' | 'go' {
+  const restarting = actions.initContainersToStart.includes(i);
+  const restart = (probe: string) => {
+    if (restarting) return;
+    actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} failed ${probe} probe` });
+    actions.initContainersToStart.push(i);
+  };
+  if (c.livenessProbe && probes?.liveness(s.containerID) === 'Failure') restart('liveness');
+  if (!c.startupProbe) return 'go';
+  const startup = probes?.startup(s.containerID);
+  if (startup === 'Failure') restart('startup');
+  return startup === 'Success' || initialized ? 'go' : 'wait';
+}
+
+/** upstream hasAnyRegularContainerCreated: the pod has initialized once, sidecars no longer gate it. */
+function initializedBefore(pod: Pod, latest: Map<string, ContainerRuntimeStatus>): boolean {
+  return pod.spec.containers.some((c) => latest.has(c.name));
 }
 
 /** Every init container has done its part: run-to-completion ones succeeded, sidecars started (upstream: findNextInitContainerToRun's done, or a regular container started). */
