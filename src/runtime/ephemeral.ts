@@ -6,6 +6,8 @@
 import type { EphemeralContainer, Pod } from '../api/types.js';
 import type { ContainerConfig } from './cri-types.js';
 import type { RuntimePodStatus } from './types.js';
+import { KubeletError } from '../util/errors.js';
+import { Reasons } from '../api/reasons.js';
 
 /** The pod's ephemeral containers (none when the field is absent or not a list). */
 export function ephemeralContainersOf(pod: Pod | undefined): EphemeralContainer[] {
@@ -31,7 +33,7 @@ export function targetContainerID(c: EphemeralContainer, status: RuntimePodStatu
   if (!c.targetContainerName) return undefined;
   // newest first: the target's current attempt
   const target = status.containerStatuses.find((s) => s.name === c.targetContainerName);
-  if (!target) throw new Error(`unable to find target container ${c.targetContainerName}`);
+  if (!target) throw new KubeletError(Reasons.CreateContainerConfigError, `unable to find target container ${c.targetContainerName}`);
   return target.id;
 }
 
