@@ -259,7 +259,15 @@ export interface PodSpec {
   enableServiceLinks?: boolean;
   overhead?: ResourceList;
   os?: { name: string };
+  /** Added through the pods/ephemeralcontainers subresource only (kubectl debug). */
+  ephemeralContainers?: EphemeralContainer[];
   [other: string]: unknown;
+}
+
+/** A debugging container added to a running pod: never restarted, no probes, ports or resources. */
+export interface EphemeralContainer extends Container {
+  /** Shares this container's process namespace (CRI NamespaceMode TARGET). */
+  targetContainerName?: string;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -333,6 +341,7 @@ export interface PodStatus {
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
   qosClass?: QOSClass;
+  ephemeralContainerStatuses?: ContainerStatus[];
 }
 
 export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';

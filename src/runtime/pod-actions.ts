@@ -7,6 +7,7 @@ import type { ContainerRuntimeStatus, RuntimePodStatus } from './types.js';
 import { containerHashMatches } from './container-hash.js';
 import { shouldContainerBeRestarted } from './restart-policy.js';
 import { computeContainerResizeAction, emptyResizeActions, type PodResizeActions } from './resize.js';
+import { ephemeralContainersOf, ephemeralContainersToStart } from './ephemeral.js';
 
 export interface ContainerToKill {
   id: string;
@@ -36,6 +37,8 @@ export interface PodActions {
   containersToKill: ContainerToKill[];
   /** In-place resize (present when the pod may be resized): containers to update, pod cgroup to follow. */
   resize?: PodResizeActions;
+  /** Ephemeral containers (index into spec.ephemeralContainers) to start: started once, never restarted. */
+  ephemeralContainersToStart: number[];
 }
 
 /** What computePodActions needs for in-place resize: what each container was last given (the actuated resources). */
@@ -64,6 +67,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     initContainersToStart: [],
     containersToStart: [],
     containersToKill: [],
+    ephemeralContainersToStart: [],
   };
   const policy = pod.spec.restartPolicy ?? 'Always';
   const latest = latestByName(status.containerStatuses);
@@ -101,6 +105,9 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     return actions;
   }
 
+  // Ephemeral containers may start before initialization is complete (upstream).
+  actions.ephemeralContainersToStart = ephemeralContainersToStart(pod, status);
+
   // 2. Init containers, in order: each to success (restartable ones: to running) before the next.
   let initDone = true;
   for (let i = 0; i < initContainers.length; i++) {
@@ -114,6 +121,11 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
         } else if (resizeView && computeContainerResizeAction(c, s, resizeView.actuated(c.name, s), (actions.resize ??= emptyResizeActions())) === 'restart') {
           actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Container ${c.name} resize requires restart` });
           actions.initContainersToStart.push(i);
+        }
+        const gate = sidecarProbeGate(c, s, i, actions, probes, initializedBefore(pod, latest));
+        if (gate === 'wait') {
+          initDone = false;
+          break;
         }
         continue;
       }
@@ -189,7 +201,7 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
     }
     keepCount++;
   });
-  for (const c of initContainers) specNames.add(c.name);
+  for (const c of [...initContainers, ...ephemeralContainersOf(pod)]) specNames.add(c.name);
   // Running containers the spec no longer names, and older attempts still running.
   for (const s of status.containerStatuses) {
     if (s.state !== 'running') continue;
@@ -203,8 +215,33 @@ export function computePodActions(pod: Pod, status: RuntimePodStatus, probes?: P
   if (keepCount === 0 && actions.containersToStart.length === 0) {
     actions.killPod = true;
     actions.initContainersToStart = [];
+    actions.ephemeralContainersToStart = [];
   }
   return actions;
+}
+
+/**
+ * A running sidecar's probes (upstream computeInitContainerActions): a failed liveness or startup
+ * probe restarts it; until its startup probe has succeeded the next init container (and the
+ * regular containers) wait, unless the pod has initialized before (a regular container exists).
+ */
+function sidecarProbeGate(c: Container, s: ContainerRuntimeStatus, i: number, actions: PodActions, probes: ProbeResultsView | undefined, initialized: boolean): 'wait' | 'go' {
+  const restarting = actions.initContainersToStart.includes(i);
+  const restart = (probe: string) => {
+    if (restarting) return;
+    actions.containersToKill.push({ id: s.id, name: c.name, container: c, reason: `Init container ${c.name} failed ${probe} probe` });
+    actions.initContainersToStart.push(i);
+  };
+  if (c.livenessProbe && probes?.liveness(s.containerID) === 'Failure') restart('liveness');
+  if (!c.startupProbe) return 'go';
+  const startup = probes?.startup(s.containerID);
+  if (startup === 'Failure') restart('startup');
+  return startup === 'Success' || initialized ? 'go' : 'wait';
+}
+
+/** upstream hasAnyRegularContainerCreated: the pod has initialized once, sidecars no longer gate it. */
+function initializedBefore(pod: Pod, latest: Map<string, ContainerRuntimeStatus>): boolean {
+  return pod.spec.containers.some((c) => latest.has(c.name));
 }
 
 /** Every init container has done its part: run-to-completion ones succeeded, sidecars started (upstream: findNextInitContainerToRun's done, or a regular container started). */

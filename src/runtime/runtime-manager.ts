@@ -18,6 +18,7 @@ import { computePodActions, type ProbeResultsView, type ResizeView } from './pod
 import { doPodResizeAction, hasResizeWork, type PodResizeDeps } from './resize.js';
 import { generateLinuxContainerResources } from './resources.js';
 import type { ResourceRequirements } from '../api/types.js';
+import { ephemeralContainersOf } from './ephemeral.js';
 import { nsToMs, toContainerRuntimeStatus, toSandboxRuntimeStatus } from './cri-status.js';
 import * as labels from './labels.js';
 import type { Backoff } from '../util/backoff.js';
@@ -202,7 +203,7 @@ export class RuntimeManager implements KubeletRuntime {
     let podIPs = status.ips;
     const cgroupParent = await this.opts.ensurePodCgroup(pod);
     // the sandbox config serves a sandbox or a container to start: a resync with nothing to start builds none
-    if (!actions.createSandbox && actions.initContainersToStart.length === 0 && actions.containersToStart.length === 0) return result;
+    if (!actions.createSandbox && actions.initContainersToStart.length === 0 && actions.containersToStart.length === 0 && actions.ephemeralContainersToStart.length === 0) return result;
     // upstream NamespacesForPod: the RuntimeClass's handler, then the user namespace it allows;
     // neither resolved, no sandbox is asked for and no container is created
     let runtimeHandler: string;
@@ -235,8 +236,8 @@ export class RuntimeManager implements KubeletRuntime {
       }
     }
 
-    const start = async (c: Container, kind: 'init' | 'regular'): Promise<boolean> => {
-      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs, containerMounts: extras.containerMounts, getConfigMap: extras.getConfigMap, getSecret: extras.getSecret }, result);
+    const start = async (c: Container, kind: 'init' | 'regular' | 'ephemeral'): Promise<boolean> => {
+      const failure = await this.starter.start(pod, c, status, { sandboxID, sandboxConfig, podIPs, containerMounts: extras.containerMounts, getConfigMap: extras.getConfigMap, getSecret: extras.getSecret }, result, kind === 'ephemeral' ? c : undefined);
       if (failure) {
         result.startFailures.set(c.name, failure);
         log.info('Container start did not succeed', { container: c.name, kind, reason: failure.reason, message: failure.message });
@@ -247,6 +248,10 @@ export class RuntimeManager implements KubeletRuntime {
       return true;
     };
 
+    // Ephemeral containers first, as upstream: a debug container starts even while an init container fails.
+    for (const i of actions.ephemeralContainersToStart) {
+      await start(ephemeralContainersOf(pod)[i]!, 'ephemeral');
+    }
     // Init containers strictly one after another; stop at the first that does not start.
     for (const i of actions.initContainersToStart) {
       const c = pod.spec.initContainers![i]!;

@@ -4,7 +4,7 @@
 
 import { mkdir } from 'node:fs/promises';
 import { posix } from 'node:path';
-import type { Container, Pod } from '../api/types.js';
+import type { Container, EphemeralContainer, Pod } from '../api/types.js';
 import { podFullName } from '../api/types.js';
 import type { CriClient } from './cri-client.js';
 import type * as cri from './cri-types.js';
@@ -16,6 +16,7 @@ import { createTerminationMessageFileFor } from './termination-message.js';
 import type { HandlerRunner } from './hooks.js';
 import type { PodKiller } from './kill.js';
 import { latestByName } from './pod-actions.js';
+import { applyTargetNamespace, targetContainerID } from './ephemeral.js';
 import { isKubeletError } from '../util/errors.js';
 import { Reasons, crashLoopBackOffMessage } from '../api/reasons.js';
 import { Backoff } from '../util/backoff.js';
@@ -81,8 +82,11 @@ export class ContainerStarter {
     this.crashBackoff = new Backoff(opts.clock, 10_000, 300_000);
   }
 
-  /** Starts one container: backoff check, image, config, create, start. Returns why it failed. */
-  async start(pod: Pod, c: Container, status: RuntimePodStatus, place: StartPlace, result: PodSyncResult): Promise<ContainerStartFailure | undefined> {
+  /**
+   * Starts one container: backoff check, image, config, create, start. Returns why it failed.
+   * `ephemeral`: c is an ephemeral container (its targetContainerName picks the PID namespace).
+   */
+  async start(pod: Pod, c: Container, status: RuntimePodStatus, place: StartPlace, result: PodSyncResult, ephemeral?: EphemeralContainer): Promise<ContainerStartFailure | undefined> {
     const { sandboxID, sandboxConfig, podIPs } = place;
     const previous = latestByName(status.containerStatuses).get(c.name);
     // Restart backoff applies when an earlier attempt of this container has exited.
@@ -140,6 +144,7 @@ export class ContainerStarter {
         seccompDefault: this.opts.seccompDefault === true,
         seccompProfileRoot,
       });
+      if (ephemeral) applyTargetNamespace(config, targetContainerID(ephemeral, status));
       const seccomp = config.linux?.security_context?.seccomp;
       if (seccomp?.profile_type === 'Localhost' && seccomp.localhost_ref) {
         seccomp.localhost_ref = await confineLocalhostSeccompProfile(seccompProfileRoot, seccomp.localhost_ref);

@@ -51,7 +51,7 @@ export function runtimeContainerID(containerID: string): string {
 
 /** Which container instance's log to read (upstream validateContainerLogStatus); throws with upstream's texts. */
 export function containerIDForLogs(podName: string, status: PodStatus, containerName: string, previous: boolean): string {
-  const all: ContainerStatus[] = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])];
+  const all: ContainerStatus[] = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? []), ...(status.ephemeralContainerStatuses ?? [])];
   const cs = all.find((c) => c.name === containerName);
   const fail = (m: string): never => { throw new ContainerLogStatusError(containerName, podName, m); };
   if (!cs) return fail(`container ${JSON.stringify(containerName)} in pod ${JSON.stringify(podName)} is not available`);

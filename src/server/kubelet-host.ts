@@ -55,7 +55,7 @@ export function streamingHost(k: KubeletView, cri: HostCri, streamingConnectionI
     getPodByName: (namespace, name) => k.podManager.getPodByFullName(`${namespace}/${name}`),
     findRunningContainer(pod, name) {
       const status = k.statusManager.getPodStatus(pod.metadata.uid ?? '') ?? pod.status;
-      const cs = [...(status?.containerStatuses ?? []), ...(status?.initContainerStatuses ?? [])].find((c) => c.name === name);
+      const cs = [...(status?.containerStatuses ?? []), ...(status?.initContainerStatuses ?? []), ...(status?.ephemeralContainerStatuses ?? [])].find((c) => c.name === name);
       return cs?.state?.running && cs.containerID ? runtimeContainerID(cs.containerID) : undefined;
     },
     async podSandboxID(pod) {

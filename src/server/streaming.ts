@@ -126,7 +126,7 @@ async function sessionURL(host: StreamingHost, kind: Kind, req: IncomingMessage,
     return new URL(await host.cri.exec({ container_id: id, cmd: q.getAll('command'), tty: opts.tty, stdin: opts.stdin, stdout: opts.stdout, stderr: opts.stderr }));
   }
   // attach: the TTY is the container's, fixed when it started (upstream reads it from the spec)
-  const spec = pod.spec.containers.find((c) => c.name === p.container) ?? pod.spec.initContainers?.find((c) => c.name === p.container);
+  const spec = [...pod.spec.containers, ...(pod.spec.initContainers ?? []), ...(pod.spec.ephemeralContainers ?? [])].find((c) => c.name === p.container);
   if (!spec) throw new StreamingRequestError(500, `container not found (${JSON.stringify(p.container)})`);
   const tty = Boolean((spec as { tty?: boolean }).tty);
   return new URL(await host.cri.attach({ container_id: id, stdin: opts.stdin, tty, stdout: opts.stdout, stderr: opts.stderr && !tty }));

@@ -16,6 +16,7 @@ import type {
 import type { ContainerRuntimeStatus, RuntimePodStatus } from '../runtime/types.js';
 import { latestAttempt, shouldContainerBeRestarted } from '../runtime/restart-policy.js';
 import { terminationMessageBudget } from '../runtime/termination-message.js';
+import { ephemeralContainersOf } from '../runtime/ephemeral.js';
 import {
   generateContainersReadyCondition,
   generatePodInitializedCondition,
@@ -307,6 +308,13 @@ export function generateAPIPodStatus(inputs: StatusInputs): PodStatus {
   s.initContainerStatuses = convertContainerStatuses(
     pod, runtime, oldStatus.initContainerStatuses, pod.spec.initContainers ?? [], hasInit, true, inputs.startFailures,
   );
+  // ephemeral containers are reported like regular ones (upstream), without probes: never ready
+  const ephemeral = ephemeralContainersOf(pod);
+  if (ephemeral.length > 0) {
+    s.ephemeralContainerStatuses = convertContainerStatuses(
+      pod, runtime, oldStatus.ephemeralContainerStatuses, ephemeral, hasInit, false, inputs.startFailures,
+    );
+  }
 
   // Phase, then the three-way merge that keeps a terminal phase terminal.
   let phase: PodPhase = getPhase(
@@ -386,7 +394,7 @@ function orderStatusFields(s: PodStatus): PodStatus {
   const out: PodStatus = {};
   const keys: (keyof PodStatus)[] = [
     'phase', 'conditions', 'message', 'reason', 'hostIP', 'hostIPs', 'podIP', 'podIPs',
-    'startTime', 'initContainerStatuses', 'containerStatuses', 'qosClass',
+    'startTime', 'initContainerStatuses', 'containerStatuses', 'qosClass', 'ephemeralContainerStatuses',
   ];
   for (const k of keys) {
     const v = s[k];
@@ -436,7 +444,7 @@ function truncateTerminationMessages(pod: Pod, s: PodStatus): void {
   const count = (pod.spec.containers?.length ?? 0) + (pod.spec.initContainers?.length ?? 0)
     + (Array.isArray(pod.spec.ephemeralContainers) ? pod.spec.ephemeralContainers.length : 0);
   const budget = terminationMessageBudget(count);
-  for (const cs of [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])]) {
+  for (const cs of [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? []), ...(s.ephemeralContainerStatuses ?? [])]) {
     for (const st of [cs.state, cs.lastState]) {
       const t = st?.terminated;
       // upstream cuts bytes of the Go string; a cut inside a character is dropped whole here
