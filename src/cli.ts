@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
+import { registerComponentMetrics } from './metrics/kubelet-metrics.js';
+import { KUBELET_VERSION } from './kubelet/node-agent.js';
 import { loadKubeconfig, RestClient } from './client/index.js';
 import { bootstrapClientCertificate } from './certificate/bootstrap.js';
 import { CONTENT_TYPE_PROTOBUF, type KubeletConfig, type KubeletFlags } from './config/index.js';
@@ -110,6 +112,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
   }
   const kubelet = new Kubelet({ config, flags, deps });
   registerProcessMetrics(kubelet.metrics, { pendingTimers: realClockPendingTimers });
+  registerComponentMetrics(kubelet.metrics, { version: KUBELET_VERSION, featureGates: config.featureGates });
   const stats = new StatsProvider({
     host: {
       nodeName: kubelet.nodeName,

@@ -25,6 +25,8 @@ import { discoverCgroupMounts, cgroupRefFor, type CgroupMounts } from '../cgroup
 import { PodContainerManager } from '../cm/pod-container-manager.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import { imageSizeBucket, kubeletMetrics, runtimeOperationsObserver } from '../metrics/kubelet-metrics.js';
+import { podStartTracker } from './pod-start-metrics.js';
 import { ContainerLogManager } from '../logs/rotation.js';
 import { parseQuantity } from '../api/quantity.js';
 import type { RestClient } from '../client/rest.js';
@@ -120,6 +122,9 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const cgroups = podCgroupManager(config, mounts, log);
   await setupDataDirs(flags.rootDir);
   const metrics = new Registry();
+  const km = kubeletMetrics(metrics);
+  cri.onCall = runtimeOperationsObserver(km);
+  cgroups.onOperation = (op, seconds) => km.cgroupManagerDuration.withLabelValues(op).observe(seconds);
   // Pull secrets are read through the volumes' object source (GET per pull: always current);
   // standalone, reading one fails and the pull goes on without it, as upstream.
   const credentials = new PullCredentials({
@@ -136,6 +141,8 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
     credentials,
     serializeImagePulls: config.serializeImagePulls,
     maxParallelImagePulls: config.maxParallelImagePulls ?? undefined,
+    onPulled: (_pod, seconds, size) => km.imagePullDuration.withLabelValues(imageSizeBucket(size)).observe(seconds),
+    onPulling: (pod, phase) => podStartTracker(metrics, clock).pulling(pod, phase),
   });
   return {
     clock,
@@ -156,6 +163,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       podLogsDir: config.podLogsDir,
       rootDir: flags.rootDir,
       seccompDefault: config.seccompDefault,
+      onContainerStart: (type, failed) => (failed === undefined ? km.startedContainers.withLabelValues(type).inc() : km.startedContainersErrors.withLabelValues(type, failed).inc()),
       ...hooks,
     }),
     pleg: ({ runtime, cache, emit }) => createPLEG({
