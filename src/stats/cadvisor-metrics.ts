@@ -219,12 +219,15 @@ export async function collectCadvisorMetrics(src: CadvisorCollectSource, nowMs: 
       hasQuota = quota !== undefined && quota > 0;
     }
     // cpu
-    const usageS = v2 ? (n('cpu.stat:usage_usec') ?? 0) / 1e6 : (n('cpuacct.usage') ?? 0) / 1e9;
-    const userS = v2 ? (n('cpu.stat:user_usec') ?? 0) / 1e6 : (n('cpuacct.stat:user_ns') ?? 0) / 1e9;
-    const sysS = v2 ? (n('cpu.stat:system_usec') ?? 0) / 1e6 : (n('cpuacct.stat:system_ns') ?? 0) / 1e9;
-    f.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed in seconds.', { ...L, cpu: 'total' }, usageS, ts);
-    f.add('container_cpu_user_seconds_total', 'counter', 'Cumulative user cpu time consumed in seconds.', L, userS, ts);
-    f.add('container_cpu_system_seconds_total', 'counter', 'Cumulative system cpu time consumed in seconds.', L, sysS, ts);
+    const usageS = v2 ? n('cpu.stat:usage_usec') : n('cpuacct.usage');
+    if (usageS !== undefined) {
+      const userS = v2 ? n('cpu.stat:user_usec') : n('cpuacct.stat:user_ns');
+      const sysS = v2 ? n('cpu.stat:system_usec') : n('cpuacct.stat:system_ns');
+      const unit = v2 ? 1e6 : 1e9;
+      f.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed in seconds.', { ...L, cpu: 'total' }, usageS / unit, ts);
+      if (userS !== undefined) f.add('container_cpu_user_seconds_total', 'counter', 'Cumulative user cpu time consumed in seconds.', L, userS / unit, ts);
+      if (sysS !== undefined) f.add('container_cpu_system_seconds_total', 'counter', 'Cumulative system cpu time consumed in seconds.', L, sysS / unit, ts);
+    }
     // cAdvisor reports CFS figures for a cgroup with a quota
     if (hasQuota) {
       f.add('container_cpu_cfs_periods_total', 'counter', 'Number of elapsed enforcement period intervals.', L, n('cpu.stat:nr_periods') ?? 0, ts);
