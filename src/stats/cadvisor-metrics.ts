@@ -254,8 +254,11 @@ export async function collectCadvisorMetrics(src: CadvisorCollectSource, nowMs: 
       if (failcnt !== undefined) f.add('container_memory_failcnt', 'counter', 'Number of memory usage hits limits', L, failcnt, ts);
       const fault = v2 ? n('memory.stat:pgfault') : n('memory.stat:total_pgfault');
       const major = v2 ? n('memory.stat:pgmajfault') : n('memory.stat:total_pgmajfault');
-      f.add('container_memory_failures_total', 'counter', 'Cumulative count of memory allocation failures.', { ...L, failure_type: 'pgfault', scope: 'container' }, fault ?? 0, ts);
-      f.add('container_memory_failures_total', 'counter', 'Cumulative count of memory allocation failures.', { ...L, failure_type: 'pgmajfault', scope: 'container' }, major ?? 0, ts);
+      // v1's total_* count the hierarchy; v2's memory.stat is hierarchical and cAdvisor gives it for both scopes
+      for (const scope of v2 ? ['container', 'hierarchy'] : ['hierarchy']) {
+        f.add('container_memory_failures_total', 'counter', 'Cumulative count of memory allocation failures.', { ...L, failure_type: 'pgfault', scope }, fault ?? 0, ts);
+        f.add('container_memory_failures_total', 'counter', 'Cumulative count of memory allocation failures.', { ...L, failure_type: 'pgmajfault', scope }, major ?? 0, ts);
+      }
     }
     // block I/O per device
     for (const r of batch.deviceRows(i)) {
