@@ -27,13 +27,14 @@ done
 
 # openssl: the kubelet's self-signed serving certificate; e2fsprogs: the small loop-device
 # filesystem of the disk-pressure test; python3-prometheus-client: the
-# Prometheus text parser the metrics endpoints' tests check their output with;
+# Prometheus text parser the metrics endpoints' tests check their output with; prometheus:
+# promtool (`promtool check metrics`), the lint every metrics endpoint must pass;
 # libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for the native parsers' fuzz harnesses;
 # apache2-utils: htpasswd, the bcrypt password file of the registry that requires authentication;
 # qemu-system-x86, debootstrap, cpio: the VM node of scripts/vm-node.sh (systemd, cgroup v2).
 # libsystemd-dev: sd-bus, the addon's D-Bus client for the systemd cgroup driver.
 PACKAGES=(containerd runc containernetworking-plugins docker-registry skopeo busybox-static e2fsprogs
-  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client apache2-utils
+  gcc libc6-dev iproute2 clang libclang-rt-14-dev libbpf-dev bpftool openssl python3-prometheus-client prometheus apache2-utils
   qemu-system-x86 debootstrap cpio libsystemd-dev)
 
 missing_packages() {

@@ -19,6 +19,10 @@ import { join } from 'node:path';
 import { rootLogger, setVerbosity } from './util/log.js';
 import { realClock, realClockPendingTimers, type Clock } from './util/clock.js';
 import { registerProcessMetrics } from './metrics/process-metrics.js';
+import { registerComponentMetrics } from './metrics/kubelet-metrics.js';
+import { collectCadvisorMetrics } from './stats/cadvisor-metrics.js';
+import type { CadvisorSource } from './server/kubelet-handlers.js';
+import { KUBELET_VERSION } from './kubelet/node-agent.js';
 import { loadKubeconfig, RestClient } from './client/index.js';
 import { bootstrapClientCertificate } from './certificate/bootstrap.js';
 import { clientCertificateProblem, clientCertificates, serverTLSBootstrapEnabled, servingCertificates, type KubeletCertificates, type ServingCertificates } from './certificate/kubelet.js';
@@ -154,6 +158,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
       servingCerts.registerMetrics(kubelet.metrics);
     }
   }
+  registerComponentMetrics(kubelet.metrics, { version: KUBELET_VERSION, featureGates: config.featureGates });
   const stats = new StatsProvider({
     host: {
       nodeName: kubelet.nodeName,
@@ -168,6 +173,18 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
     },
     log,
   });
+  const cadvisor: CadvisorSource = {
+    getSummary: () => stats.getSummary(),
+    getPods: () => kubelet.getPods(),
+    podCgroupName: (p) => kubelet.podCgroupName(p),
+    collect: (nowMs) => collectCadvisorMetrics({
+      getPods: () => kubelet.getPods(),
+      podCgroupName: (p) => kubelet.podCgroupName(p),
+      refFor: (path) => stats.cgroupRef(path),
+      readCgroupPaths: (paths) => stats.readCgroupPaths(paths),
+      memoryCapacityBytes: deps.memoryCapacityBytes,
+    }, nowMs),
+  };
   let secure;
   if (config.enableServer) {
     try {
@@ -183,7 +200,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<numb
         statsRoutes: statsRoutes(stats),
         metrics: kubelet.metrics,
         probeMetrics: kubelet.probes?.metrics.registry,
-        cadvisor: { getSummary: () => stats.getSummary(), getPods: () => kubelet.getPods(), podCgroupName: (p) => kubelet.podCgroupName(p) },
+        cadvisor,
         runningPods: () => kubelet.runningPods(),
         streaming: containerRoutes(kubelet, deps.cri, config),
       });

@@ -55,6 +55,14 @@ export interface RequestOptions {
 
 const tokenFileRefreshMs = 60_000;
 
+/** Told of every request sent (as client-go's rest_client metrics): method, host, status code or "<error>", seconds. */
+let requestObserver: ((method: string, host: string, code: string, seconds: number) => void) | undefined;
+
+/** Sets the process's REST request observer (client-go's metrics are process-wide too). */
+export function setRestRequestObserver(fn: typeof requestObserver): void {
+  requestObserver = fn;
+}
+
 export class RestClient {
   readonly config: RestConfig;
   readonly clock: Clock;
@@ -253,6 +261,8 @@ export class RestClient {
     }
     const agent = this.agentFor(cert);
     this.sent++;
+    const start = performance.now();
+    const observe = requestObserver && ((code: string) => requestObserver?.(method, url.host, code, (performance.now() - start) / 1000));
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortError(signal, what));
       const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, headers, agent });
@@ -260,11 +270,13 @@ export class RestClient {
       signal.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err: NodeJS.ErrnoException) => {
         signal.removeEventListener('abort', onAbort);
+        observe?.('<error>');
         reject(signal.aborted ? abortError(signal, what) : new ApiTransportError('ERR_API_CONNECTION', what, `${err.code ?? ''} ${err.message}`.trim(), { cause: err }));
       });
       req.on('response', (res) => {
         // The abort listener stays until the body is done, so an abort also ends a stream.
         res.on('close', () => signal.removeEventListener('abort', onAbort));
+        observe?.(String(res.statusCode ?? 0));
         resolve(res);
       });
       req.end(payload);

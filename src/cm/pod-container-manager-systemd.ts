@@ -61,6 +61,8 @@ export class SystemdPodContainerManager {
   readonly #ensured = new Map<string, string>();
   readonly #bySpec = new WeakMap<Pod['spec'], SpecEntry>();
   #parents: Promise<void> | undefined;
+  /** Told how long each cgroup operation took (upstream's kubelet_cgroup_manager_duration_seconds). */
+  onOperation: ((operation: 'create' | 'update' | 'destroy', seconds: number) => void) | undefined;
 
   constructor(o: SystemdPodContainerManagerOptions) {
     this.#o = o;
@@ -166,6 +168,7 @@ export class SystemdPodContainerManager {
     }
     this.#ensured.delete(e.unit);
     await this.ensureQosCgroups();
+    const start = performance.now();
     const sr = this.#sliceResources(res);
     const props = resourceProperties(sr, this.#version());
     try {
@@ -175,6 +178,7 @@ export class SystemdPodContainerManager {
       throw new PodCgroupError(e.path, (err as Error).message, { cause: err });
     }
     await this.#writeFiles(e.path, sr);
+    this.onOperation?.('create', (performance.now() - start) / 1000);
     this.#ensured.set(e.unit, key);
     return e.path;
   }
@@ -221,6 +225,7 @@ export class SystemdPodContainerManager {
   async remove(cgroupPath: string): Promise<void> {
     const unit = this.#podUnitOf(cgroupPath);
     this.#ensured.delete(unit);
+    const start = performance.now();
     try {
       await this.#o.units.stop(unit);
     } catch (err) {
@@ -228,6 +233,7 @@ export class SystemdPodContainerManager {
     }
     const dir = this.#dir(cgroupPath);
     if (dir) await removeTree(dir).catch((err: Error) => { throw new PodCgroupError(cgroupPath, `removing ${dir} failed: ${err.message}`, { cause: err }); });
+    this.onOperation?.('destroy', (performance.now() - start) / 1000);
   }
 
   /** A pod slice's unit from its cgroup path; refuses anything but a pod slice under a QoS slice. */

@@ -68,6 +68,9 @@ export class PodContainerManager {
    */
   private readonly bySpec = new WeakMap<Pod['spec'], SpecEntry>();
 
+  /** Told of each cgroup operation (upstream's kubelet_cgroup_manager_duration_seconds: create, update, destroy). */
+  onOperation: ((operation: 'create' | 'update' | 'destroy', seconds: number) => void) | undefined;
+
   constructor(private readonly opts: PodContainerManagerOptions) {
     const root = opts.cgroupRoot.replace(/\/+$/, '');
     this.base = `${root}/kubepods`;
@@ -139,8 +142,10 @@ export class PodContainerManager {
       }
     }
     this.ensured.delete(name);
+    const start = performance.now();
     if (v2) await this.ensureV2(place, res);
     else await this.ensureV1(place, res);
+    this.onOperation?.('create', (performance.now() - start) / 1000);
     this.ensured.set(name, key);
     return name;
   }
@@ -211,6 +216,7 @@ export class PodContainerManager {
   async remove(cgroupName: string): Promise<void> {
     const place = this.place(cgroupName);
     this.ensured.delete(cgroupName);
+    const start = performance.now();
     const failures: string[] = [];
     let cause: unknown;
     await Promise.all(allHierarchies(this.opts.mounts).map(async (m) => {
@@ -222,6 +228,7 @@ export class PodContainerManager {
         failures.push(`${dir}: ${(err as Error).message}`);
       }
     }));
+    this.onOperation?.('destroy', (performance.now() - start) / 1000);
     if (failures.length) throw new PodCgroupError(cgroupName, `removing it failed: ${failures.join('; ')}`, { cause });
   }
 

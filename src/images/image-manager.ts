@@ -38,6 +38,10 @@ export interface ImageManagerOptions {
   maxParallelImagePulls?: number;
   /** The pod's pull secrets and the credential-provider plugins. Undefined: every pull is anonymous. */
   credentials?: PullCredentials;
+  /** Told of each successful pull: seconds (waiting for a pull slot included, as upstream) and the image's size (0 unknown). */
+  onPulled?: (pod: Pod, seconds: number, sizeBytes: number) => void;
+  /** Told when a pod's pull starts and ends (the pod start SLI leaves pulling out). */
+  onPulling?: (pod: Pod, phase: 'start' | 'end') => void;
 }
 
 /** Adds `:latest` when the image names neither tag nor digest, as upstream does. */
@@ -111,12 +115,21 @@ export class ImageManager {
     if (this.backoff.isInBackOffSinceUpdate(key)) {
       throw new ImageError(ImagePullBackOff, `Back-off pulling image "${image}"`);
     }
+    const start = performance.now();
+    this.opts.onPulling?.(pod, 'start');
     try {
       const ref = await this.pullWithCredentials(pod, image, sandboxConfig);
+      this.opts.onPulling?.(pod, 'end');
+      if (this.opts.onPulled) {
+        const seconds = (performance.now() - start) / 1000;
+        const size = await this.opts.cri.imageStatus({ image: ref }).then((s) => Number((s.image as { size?: unknown } | null)?.size ?? 0), () => 0);
+        this.opts.onPulled(pod, seconds, size);
+      }
       this.backoff.reset(key);
       this.opts.log.info('Pulled image', { pod: podFullName(pod), container: container.name, image });
       return ref;
     } catch (err) {
+      this.opts.onPulling?.(pod, 'end');
       this.backoff.next(key);
       const msg = (err as Error).message;
       this.opts.log.warn('Failed to pull image', { pod: podFullName(pod), container: container.name, image, err: msg });

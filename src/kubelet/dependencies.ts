@@ -31,6 +31,8 @@ import { systemdScopePrefixOfRuntime } from '../cm/cgroup-name.js';
 import { DbusSystemdUnits, type SystemdUnits } from '../cm/systemd/units.js';
 import { OomWatcher, type OomEvent } from '../oom/index.js';
 import { Registry } from '../metrics/registry.js';
+import { imageSizeBucket, kubeletMetrics, runtimeOperationsObserver } from '../metrics/kubelet-metrics.js';
+import { podStartTracker } from './pod-start-metrics.js';
 import { ContainerLogManager } from '../logs/rotation.js';
 import { parseQuantity } from '../api/quantity.js';
 import type { RestClient } from '../client/rest.js';
@@ -134,6 +136,9 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
   const cgroups = podCgroupManager(config, mounts, log, scopePrefix);
   await setupDataDirs(flags.rootDir);
   const metrics = new Registry();
+  const km = kubeletMetrics(metrics);
+  cri.onCall = runtimeOperationsObserver(km);
+  cgroups.onOperation = (op, seconds) => km.cgroupManagerDuration.withLabelValues(op).observe(seconds);
   // Pull secrets are read through the volumes' object source (GET per pull: always current);
   // standalone, reading one fails and the pull goes on without it, as upstream.
   const providers = flags.imageCredentialProviderConfig
@@ -156,6 +161,8 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
     credentials,
     serializeImagePulls: config.serializeImagePulls,
     maxParallelImagePulls: config.maxParallelImagePulls ?? undefined,
+    onPulled: (_pod, seconds, size) => km.imagePullDuration.withLabelValues(imageSizeBucket(size)).observe(seconds),
+    onPulling: (pod, phase) => podStartTracker(metrics, clock).pulling(pod, phase),
   });
   return {
     clock,
@@ -179,6 +186,7 @@ export async function buildDependencies(config: KubeletConfig, flags: KubeletFla
       podLogsDir: config.podLogsDir,
       rootDir: flags.rootDir,
       seccompDefault: config.seccompDefault,
+      onContainerStart: (type, failed) => (failed === undefined ? km.startedContainers.withLabelValues(type).inc() : km.startedContainersErrors.withLabelValues(type, failed).inc()),
       ...hooks,
       resize: hooks.resize && { ...hooks.resize, podCgroup: new PodCgroupResize(mounts, (p) => cgroups.podCgroupName(p)) },
       });

@@ -19,6 +19,8 @@ import { isStaticPod } from '../sources/static-pod.js';
 import { StatusManager } from '../status/status-manager.js';
 import { oomEventRecord, type OomEvent } from '../oom/index.js';
 import type { Registry } from '../metrics/registry.js';
+import { kubeletMetrics } from '../metrics/kubelet-metrics.js';
+import { podStartTracker, registerKubeletStateMetrics } from './pod-start-metrics.js';
 import { ProbeManager } from '../prober/manager.js';
 import type { ProbeRunner } from '../prober/types.js';
 import type { Clock, Timer } from '../util/clock.js';
@@ -272,14 +274,18 @@ export class Kubelet {
       allocation: resize.syncer,
       ...(this.objects ? { objects: this.objects } : {}),
     });
+    const startTracker = podStartTracker(this.metrics, this.clock);
     this.podWorkers = new PodWorkers({
       cache: this.cache,
       clock: this.clock,
       log: this.log,
       hooks: {
-        syncPod: (pod, status) => {
+        syncPod: async (pod, status) => {
           probes?.addPod(pod);
-          return this.syncer.syncPod(pod, status);
+          startTracker.seen(pod);
+          const terminal = await this.syncer.syncPod(pod, status);
+          startTracker.observe(pod, this.statusManager.getPodStatus(pod.metadata.uid!));
+          return terminal;
         },
         syncTerminatingPod: (pod, status, grace) => {
           probes?.stopLivenessAndStartup(pod);
@@ -288,6 +294,7 @@ export class Kubelet {
         syncTerminatedPod: async (pod, status, removed, afterKill) => {
           probes?.removePod(pod);
           await this.syncer.syncTerminatedPod(pod, status, removed, afterKill);
+          if (removed) startTracker.forget(pod.metadata.uid!);
           await this.userns?.release(pod.metadata.uid!);
           // Deleted in the API and its containers gone: the final delete (upstream's canBeDeleted).
           this.statusManager.podTerminated(this.podManager.getPodByUID(pod.metadata.uid!) ?? pod);
@@ -302,6 +309,14 @@ export class Kubelet {
         isTracked: (uid) => this.podManager.getPodByUID(uid) !== undefined || this.podWorkers.has(uid),
       }),
       onWaiting: (pod, on) => this.setWaitingStatus(pod, on),
+      onSyncPodDuration: (type, seconds) => kubeletMetrics(this.metrics).podWorkerDuration.withLabelValues(type).observe(seconds),
+    });
+    registerKubeletStateMetrics(this.metrics, {
+      nodeName: this.nodeName,
+      desiredPods: () => this.podManager.getPods(),
+      activePods: () => this.activePods(),
+      mirrorPodCount: () => (this.mirrorPods ? this.podManager.getPods().filter((p) => isStaticPod(p)).length : 0),
+      workingPods: () => this.podWorkers.workingPods(),
     });
     this.syncLoop = new SyncLoop({
       clock: this.clock,

@@ -104,6 +104,8 @@ export interface PodWorkersOptions {
    * waits for them as for any namesake.
    */
   previousInstances?: (pod: Pod) => Promise<Pod[]>;
+  /** Told how long each syncPod took, by the update that asked for it (upstream's kubelet_pod_worker_duration_seconds). */
+  onSyncPodDuration?: (updateType: UpdateType, seconds: number) => void;
 }
 
 export class PodWorkers {
@@ -166,6 +168,13 @@ export class PodWorkers {
   knownPods(): string[] {
     const out: string[] = [];
     for (const [uid, w] of this.workers) if (!w.finished) out.push(uid);
+    return out;
+  }
+
+  /** Each worker not yet finished: its pod, phase and whether its pod was removed from its source. */
+  workingPods(): Array<{ pod: Pod; phase: Phase; removed: boolean }> {
+    const out: Array<{ pod: Pod; phase: Phase; removed: boolean }> = [];
+    for (const w of this.workers.values()) if (!w.finished) out.push({ pod: w.pod, phase: w.phase, removed: w.removed });
     return out;
   }
 
@@ -305,6 +314,7 @@ export class PodWorkers {
   }
 
   private async run(uid: string, w: WorkerState): Promise<void> {
+    const updateType = w.pending?.updateType ?? 'sync';
     w.pending = undefined;
     const log = this.opts.log.with({ pod: w.fullName, podUID: uid });
     let failed = false;
@@ -331,7 +341,8 @@ export class PodWorkers {
             return;
           }
         }
-        const terminal = await this.opts.hooks.syncPod(w.pod, status);
+        const start = performance.now();
+        const terminal = await this.opts.hooks.syncPod(w.pod, status).finally(() => this.opts.onSyncPodDuration?.(updateType, (performance.now() - start) / 1000));
         if (terminal && w.phase === 'sync') {
           log.info('Pod reached a terminal phase; terminating it');
           w.phase = 'terminating';

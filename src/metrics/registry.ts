@@ -341,6 +341,12 @@ export class MetricAlreadyRegisteredError extends KubeletError {
 
 export class Registry {
   private readonly metrics = new Map<string, AnyMetric>();
+  private readonly collectHooks: Array<() => void> = [];
+
+  /** Runs `fn` before each rendering (Go's collectors that read their values on scrape). */
+  onCollect(fn: () => void): void {
+    this.collectHooks.push(fn);
+  }
 
   /** Adds a metric; a second metric with the same name is an error (Go: AlreadyRegisteredError). */
   register<M extends AnyMetric>(m: M): M {
@@ -376,6 +382,7 @@ export class Registry {
 
   /** Every family in the text exposition format 0.0.4. */
   metricsText(): string {
+    for (const fn of this.collectHooks) fn();
     let out = '';
     for (const name of [...this.metrics.keys()].sort()) {
       const text = this.metrics.get(name)!.render();

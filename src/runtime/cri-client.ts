@@ -211,6 +211,8 @@ export class CriClient {
   /** Calls in flight: close() cancels them, so a shutdown never waits out a deadline. */
   readonly #inflight = new Set<grpc.ClientUnaryCall>();
   #closed = false;
+  /** Told of every unary call (method, seconds, error): the kubelet's runtime operation metrics. */
+  onCall: ((method: string, seconds: number, err?: unknown) => void) | undefined;
 
   constructor(opts: CriClientOptions) {
     if (!(opts.timeoutMs > 0)) throw new CriEndpointError(`CRI client timeoutMs must be > 0, got ${opts.timeoutMs}`);
@@ -252,6 +254,27 @@ export class CriClient {
   }
 
   async #unary<Res>(
+    service: 'runtime' | 'image',
+    method: string,
+    request: object,
+    deadlineMs: Deadline,
+    signal?: AbortSignal,
+    withRaw?: (raw: Buffer, decoded: object) => object,
+  ): Promise<Res> {
+    const observe = this.onCall;
+    if (!observe) return this.#unaryCall<Res>(service, method, request, deadlineMs, signal, withRaw);
+    const start = performance.now();
+    try {
+      const res = await this.#unaryCall<Res>(service, method, request, deadlineMs, signal, withRaw);
+      observe(method, (performance.now() - start) / 1000);
+      return res;
+    } catch (err) {
+      observe(method, (performance.now() - start) / 1000, err);
+      throw err;
+    }
+  }
+
+  async #unaryCall<Res>(
     service: 'runtime' | 'image',
     method: string,
     request: object,

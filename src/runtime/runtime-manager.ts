@@ -13,7 +13,7 @@ import type { ContainerRuntimeStatus, KubeletRuntime, PodSyncExtras, PodSyncResu
 import { generatePodSandboxConfig } from './sandbox-config.js';
 import { HandlerRunner } from './hooks.js';
 import { PodKiller, type KillTarget } from './kill.js';
-import { ContainerStarter, type ImageService } from './start.js';
+import { ContainerStarter, type ContainerStarterOptions, type ImageService } from './start.js';
 import { computePodActions, type ProbeResultsView, type ResizeView } from './pod-actions.js';
 import { doPodResizeAction, hasResizeWork, type PodResizeDeps } from './resize.js';
 import { generateLinuxContainerResources } from './resources.js';
@@ -36,6 +36,8 @@ export type RuntimeCri = Pick<CriClient,
   | 'removeContainer' | 'execSync' | 'imageStatus'> & Partial<Pick<CriClient, 'updateContainerResources'>>;
 
 export interface RuntimeManagerOptions {
+  /** Told of each container start attempt (upstream's kubelet_started_containers_total), with the gRPC code name of a failure. */
+  onContainerStart?: ContainerStarterOptions['onContainerStart'];
   cri: RuntimeCri;
   images: ImageService;
   clock: Clock;

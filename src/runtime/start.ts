@@ -26,6 +26,8 @@ import type { Logger } from '../util/log.js';
 /** The image manager's failures carry these reasons as their code (images depends on runtime, not back). */
 const IMAGE_REASONS: ReadonlySet<string> = new Set([Reasons.ErrImagePull, Reasons.ImagePullBackOff, Reasons.InvalidImageName, Reasons.ErrImageNeverPull, Reasons.ImageInspectError]);
 
+import { grpcCodeName } from '../metrics/kubelet-metrics.js';
+
 export type StartCri = Pick<CriClient, 'createContainer' | 'startContainer' | 'removeContainer' | 'imageStatus'>;
 
 /**
@@ -47,6 +49,8 @@ export interface ImageService {
 }
 
 export interface ContainerStarterOptions {
+  /** Told of each container start attempt (upstream's kubelet_started_containers_total), with the gRPC code name of a failure. */
+  onContainerStart?: (containerType: 'container' | 'init_container' | 'ephemeral_container', failedCode?: string) => void;
   cri: StartCri;
   images: ImageService;
   hooks: HandlerRunner;
@@ -163,14 +167,19 @@ export class ContainerStarter {
       await this.opts.cri.removeContainer(previous.id).catch(() => undefined);
     }
     let containerID: string;
+    const containerType = pod.spec.initContainers?.some((i) => i.name === c.name) ? 'init_container'
+      : (pod.spec as { ephemeralContainers?: Array<{ name: string }> }).ephemeralContainers?.some((e) => e.name === c.name) ? 'ephemeral_container' : 'container';
+    this.opts.onContainerStart?.(containerType);
     try {
       containerID = (await this.opts.cri.createContainer(sandboxID, config, sandboxConfig)).container_id;
     } catch (err) {
+      this.opts.onContainerStart?.(containerType, grpcCodeName(err));
       return { reason: Reasons.CreateContainerError, message: (err as Error).message };
     }
     try {
       await this.opts.cri.startContainer(containerID);
     } catch (err) {
+      this.opts.onContainerStart?.(containerType, grpcCodeName(err));
       return { reason: Reasons.RunContainerError, message: (err as Error).message };
     }
     this.opts.log.info('Started container', { pod: podFullName(pod), container: c.name, containerID, restartCount });

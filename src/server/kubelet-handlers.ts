@@ -82,6 +82,8 @@ export interface CadvisorSource {
   getPods(): Pod[];
   /** `/kubepods/<qos>/pod<uid>`; a container's cgroup is `<that>/<container id>`. */
   podCgroupName(pod: Pod): string;
+  /** The whole page read from the cgroups (src/stats/cadvisor-metrics.ts); the Summary's figures without it. */
+  collect?(nowMs: number): Promise<string>;
 }
 
 /** Prometheus label value escaping (backslash, quote, newline). */
@@ -168,6 +170,10 @@ function timeOf(t: StatsTime, fallback: number): number {
 
 export function cadvisorHandler(source: CadvisorSource, clock: Clock): Handler {
   return withMethods('any', async (_req, res) => {
+    if (source.collect) {
+      const page = await source.collect(clock.now()).catch(() => undefined);
+      if (page !== undefined) return sendText(res, 200, page, 'text/plain; version=0.0.4; charset=utf-8');
+    }
     const summary = await source.getSummary().catch(() => undefined);
     sendText(res, 200, renderCadvisorMetrics(summary, source.getPods(), (p) => source.podCgroupName(p), clock.now()), 'text/plain; version=0.0.4; charset=utf-8');
   });

@@ -14,7 +14,7 @@ import { FS_USAGE_WORKER_URL, FsUsageCache, addFsAccounting, nativeMeasureFs, us
 import { realClock, type Clock, type Timer } from '../util/clock.js';
 import { rootLogger, type Logger } from '../util/log.js';
 import { FsCgroupReader } from './cgroup-fs-reader.js';
-import { createNativeCgroupReader } from './cgroup-native-reader.js';
+import { NativeCgroupReader, createNativeCgroupReader } from './cgroup-native-reader.js';
 import { cgroupRefFor, discoverCgroupMounts, type CgroupMounts } from '../cgroups/index.js';
 import type { CgroupReader, CgroupRef, CgroupSampleBatch, CgroupV1Ref } from './cgroup-sample.js';
 import { buildCriPodStats, fetchCriStats, type CriStatsSource } from './cri-backend.js';
@@ -204,6 +204,7 @@ export class StatsProvider {
   readonly #opts: StatsProviderOptions;
   #mounts?: CgroupMounts;
   #reader?: CgroupReader;
+  #oneShotReader?: CgroupReader;
   #backend?: StatsBackendName;
   #node?: NodeStatsReader;
   readonly #cgroupRates = new CpuRateTracker();
@@ -240,6 +241,24 @@ export class StatsProvider {
   /** The backend in use (known after start()). */
   get backend(): StatsBackendName | undefined {
     return this.#backend;
+  }
+
+  /** The ref of a cgroup path, with every controller (/metrics/cadvisor). */
+  cgroupRef(path: string): CgroupRef {
+    if (!this.#mounts) throw new Error('stats provider not started');
+    return cgroupRefFor(this.#mounts, path);
+  }
+
+  /**
+   * Reads these cgroup paths now, every controller, for /metrics/cadvisor: through the same
+   * reader, without kept-open descriptors (the snapshot's descriptors stay the snapshot's).
+   */
+  async readCgroupPaths(paths: readonly string[]): Promise<{ batch: CgroupSampleBatch; refs: CgroupRef[] }> {
+    await this.#init();
+    const refs = paths.map((p) => cgroupRefFor(this.#mounts!, p));
+    const r = this.#reader!;
+    const reader = (this.#oneShotReader ??= r instanceof NativeCgroupReader ? r.withKeepOpen(false) : r);
+    return { batch: await reader.readCgroups(refs), refs };
   }
 
   /** The cgroup reader in use: 'native' or 'fs' (node figures use it with the CRI backend too). */
