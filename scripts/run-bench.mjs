@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every benchmark in turn (each prints its table and writes bench/results/<name>.json).
-//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes density eviction api
-// With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak).
+//   node scripts/run-bench.mjs [name...]     names: stats pleg oom soak probes density eviction api stats-vm
+// With no name it runs all but soak, which takes a quarter of an hour (npm run bench:soak), and
+// stats-vm, which boots the emulated VM node (npm run bench:stats-vm).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -17,8 +18,9 @@ const benches = {
   api: ['bench/api.js'],
   density: ['bench/density.js'],
   eviction: ['bench/eviction.js'],
+  'stats-vm': ['bench/stats-vm.js'],
 };
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches).filter((n) => n !== 'soak');
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches).filter((n) => n !== 'soak' && n !== 'stats-vm');
 let failed = false;
 for (const name of wanted) {
   for (const file of benches[name] ?? []) {
