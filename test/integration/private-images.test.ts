@@ -68,10 +68,11 @@ describe('private images from a registry that requires authentication', () => {
   };
   const field = async (name: string, path: string): Promise<string> => (await kubectl('get', 'pod', name, '-o', `jsonpath={${path}}`)).trim();
   const running = (name: string) => waitFor(async () => (await field(name, '.status.phase')) === 'Running', WAIT, `${name} Running`);
-  /** Waits for the container to wait with `reason`; returns its message. */
+  /** Waits for the container to wait with `reason`; returns its message (both read in one GET: the reason moves on). */
   const waiting = (name: string, reason: string, limit = WAIT) => waitFor(async () => {
-    const r = await field(name, '.status.containerStatuses[0].state.waiting.reason');
-    return r === reason ? field(name, '.status.containerStatuses[0].state.waiting.message') : undefined;
+    const out = (await kubectl('get', 'pod', name, '-o', 'jsonpath={.status.containerStatuses[0].state.waiting.reason}{"\\t"}{.status.containerStatuses[0].state.waiting.message}')).trim();
+    const tab = out.indexOf('\t');
+    return tab >= 0 && out.slice(0, tab) === reason ? out.slice(tab + 1) : undefined;
   }, limit, `${name} waiting with ${reason}`, 500);
 
   before(async () => {
