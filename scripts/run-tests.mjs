@@ -7,6 +7,7 @@
 //   node scripts/run-tests.mjs [--unit|--integration|--vm] [--no-vm] [filter...]
 //   --vm     only the VM node test (integration/vm-node.test.js)
 //   --no-vm  everything but it (the second Node leg of scripts/test.sh: the VM runs once)
+//   --integration-subset  unit tests and the named integration subset below (the second Node leg)
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -19,6 +20,14 @@ const nodeBin = process.env.NODE_BIN || process.execPath;
 const args = process.argv.slice(2);
 const vmOnly = args.includes('--vm');
 const noVm = args.includes('--no-vm');
+// --integration-subset: of the integration tests, only this named set (the second Node leg of
+// scripts/test.sh: every unit test, and these, which cover what differs between Node versions —
+// the addon, gRPC to the runtime, the HTTP/TLS servers, streams, timers — within CI's time).
+const INTEGRATION_SUBSET = [
+  'cri-client', 'lifecycle', 'static-pods', 'cluster-pods', 'probes', 'stats', 'secure-port',
+  'logs-streaming', 'oom-real', 'cgroup-fd-table-real',
+];
+const subset = args.includes('--integration-subset');
 const only = vmOnly ? '--integration' : args.find((a) => a === '--unit' || a === '--integration');
 const filters = args.filter((a) => !a.startsWith('--'));
 
@@ -39,6 +48,10 @@ const all = find(join(root, 'dist', 'test'))
   .filter((f) => (vmOnly ? isVmNodeTest(f) : !noVm || !isVmNodeTest(f)))
   .filter((f) => !filters.length || filters.some((x) => f.includes(x)));
 const isIntegration = (f) => rel(f).startsWith('integration');
+if (subset) {
+  const keep = new Set(INTEGRATION_SUBSET.map((n) => join('integration', `${n}.test.js`)));
+  for (let i = all.length - 1; i >= 0; i--) if (isIntegration(all[i]) && !keep.has(rel(all[i]))) all.splice(i, 1);
+}
 const unit = all.filter((f) => !isIntegration(f));
 const integration = all.filter(isIntegration);
 
