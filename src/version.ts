@@ -5,6 +5,7 @@
 // in the Node annotation BUILD_ANNOTATION and in --version=raw.
 
 import { readFileSync } from 'node:fs';
+import { KubeletError } from './util/errors.js';
 
 /** The Kubernetes release whose kubelet kubelet-ts implements. */
 export const KUBERNETES_VERSION = 'v1.34.0';
@@ -36,7 +37,7 @@ export function parseVersionFlag(value: string | undefined): VersionRequest {
   if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(value)) return { print: 'no' };
   if (value === 'raw') return { print: 'raw' };
   if (/^v\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?$/.test(value)) return { print: 'no', override: value };
-  throw new Error(`invalid argument ${JSON.stringify(value)} for "--version" flag: want true, false, raw or a version vX.Y.Z`);
+  throw new KubeletError('ERR_FLAG_VALUE', `invalid argument ${JSON.stringify(value)} for "--version" flag: want true, false, raw or a version vX.Y.Z`);
 }
 
 /** The version.Info upstream prints for --version=raw, with kubelet-ts's build. */

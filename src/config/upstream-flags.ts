@@ -25,8 +25,7 @@ export const UPSTREAM_FLAG_SPECS: readonly FlagSpec[] = [
   // ---- KubeletFlags (not deprecated) ----
   { name: 'config-dir', kind: 'string', unmodeledField: 'KubeletDropinConfigDirectory', notImplementedUnless: '', notDeprecated: true,
     help: 'Path to a directory of KubeletConfiguration drop-ins applied over --config.' },
-  { name: 'cloud-provider', kind: 'string', unmodeledField: 'CloudProvider', notImplementedUnless: '', notDeprecated: true,
-    help: "The provider for cloud services: '' (none) or 'external'." },
+  // cloud-provider: implemented, declared in flags.ts ('' or 'external').
   { name: 'lock-file', kind: 'string', unmodeledField: 'LockFilePath', notImplementedUnless: '', notDeprecated: true,
     help: '<Warning: Alpha feature> The path to file for kubelet to use as a lock file.' },
   { name: 'exit-on-lock-contention', kind: 'bool', unmodeledField: 'ExitOnLockContention', notImplementedUnless: 'false', notDeprecated: true,

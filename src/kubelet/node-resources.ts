@@ -20,6 +20,7 @@ import type { CriClient } from '../runtime/cri-client.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { Kubelet } from './kubelet.js';
+import { KubeletError } from '../util/errors.js';
 
 export interface NodeResourcesOptions {
   config: KubeletConfig;
@@ -66,7 +67,7 @@ export async function setupNodeResources(o: NodeResourcesOptions): Promise<NodeR
       await enforceReservedCgroup({ mounts, cgroupName, reserved, compressibleOnly: k.compressibleOnly, log, ...(systemd ? { systemd } : {}) });
     } catch (err) {
       // upstream fails the start here, with this wording
-      throw new Error(`Failed to enforce ${k.which === 'system' ? 'System' : 'Kube'} Reserved Cgroup Limits on "${cgroupName}": ${(err as Error).message}`, { cause: err });
+      throw new KubeletError('ERR_RESERVED_CGROUP', `Failed to enforce ${k.which === 'system' ? 'System' : 'Kube'} Reserved Cgroup Limits on "${cgroupName}": ${(err as Error).message}`, { cause: err });
     }
   }
   const imageGC = new ImageGCManager({

@@ -8,6 +8,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 
 import type { Logger } from '../util/log.js';
+import { KubeletError } from '../util/errors.js';
 
 /** Environment variable naming another procfs root for the swap and kernel tunable checks (tests). */
 export const PROCFS_ROOT_ENV = 'KUBELET_TS_PROCFS_ROOT';
@@ -26,8 +27,10 @@ export const KERNEL_TUNABLES: Readonly<Record<string, number>> = {
   'kernel/keys/root_maxbytes': 25_000_000,
 };
 
-export class NodeSetupError extends Error {
-  override name = 'NodeSetupError';
+export class NodeSetupError extends KubeletError {
+  constructor(message: string) {
+    super('ERR_NODE_SETUP', message);
+  }
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Container, Pod, ResourceList, ResourceRequirements } from '../api/
 import { parseQuantity } from '../api/quantity.js';
 import { podCgroupResources } from './resources.js';
 import type { ContainerRuntimeStatus } from './types.js';
+import { KubeletError } from '../util/errors.js';
 
 export type ResizeResource = 'cpu' | 'memory';
 
@@ -212,7 +213,7 @@ export async function doPodResizeAction(pod: Pod, actions: PodResizeActions, dep
     if (podRes.memoryLimitBytes !== undefined) {
       const usage = await podCgroup.getPodCgroupMemoryUsage(pod);
       if (usage >= podRes.memoryLimitBytes) {
-        throw new Error(`aborting attempt to set pod memory limit less than current memory usage for pod ${pod.metadata.name ?? ''}`);
+        throw new KubeletError('ERR_POD_RESIZE', `aborting attempt to set pod memory limit less than current memory usage for pod ${pod.metadata.name ?? ''}`);
       }
     }
     await resize('memory', current.memoryLimit, newLimit, 0, 0, async () => {

@@ -4,6 +4,7 @@
 //   RuntimeConfigRequest {}
 //   RuntimeConfigResponse { LinuxRuntimeConfiguration linux = 1; }
 //   LinuxRuntimeConfiguration { CgroupDriver cgroup_driver = 1; }   enum CgroupDriver { SYSTEMD = 0; CGROUPFS = 1; }
+import { KubeletError } from '../util/errors.js';
 
 export const RUNTIME_CONFIG_PATH = '/runtime.v1.RuntimeService/RuntimeConfig';
 
@@ -19,13 +20,13 @@ function readVarint(buf: Buffer, pos: number): [value: number, next: number] {
   let v = 0;
   let mul = 1;
   for (let i = 0; i < 10; i++) {
-    if (pos >= buf.length) throw new Error('RuntimeConfigResponse: truncated varint');
+    if (pos >= buf.length) throw new KubeletError('ERR_CRI_DECODE', 'RuntimeConfigResponse: truncated varint');
     const b = buf[pos++]!;
     v += (b & 0x7f) * mul;
     if ((b & 0x80) === 0) return [v, pos];
     mul *= 128;
   }
-  throw new Error('RuntimeConfigResponse: varint too long');
+  throw new KubeletError('ERR_CRI_DECODE', 'RuntimeConfigResponse: varint too long');
 }
 
 /** Skips one field of wire type `wt` at `pos`; returns the next position. */
@@ -37,7 +38,7 @@ function skip(buf: Buffer, pos: number, wt: number): number {
     const [len, p] = readVarint(buf, pos);
     return p + len;
   }
-  throw new Error(`RuntimeConfigResponse: unsupported wire type ${wt}`);
+  throw new KubeletError('ERR_CRI_DECODE', `RuntimeConfigResponse: unsupported wire type ${wt}`);
 }
 
 /** Decodes a RuntimeConfigResponse; unknown fields are skipped, as protobuf does. */
@@ -51,7 +52,7 @@ export function decodeRuntimeConfigResponse(buf: Buffer): RuntimeConfigResponse 
     if (field === 1 && wt === 2) {
       const [len, start] = readVarint(buf, p);
       const end = start + len;
-      if (end > buf.length) throw new Error('RuntimeConfigResponse: truncated linux field');
+      if (end > buf.length) throw new KubeletError('ERR_CRI_DECODE', 'RuntimeConfigResponse: truncated linux field');
       const linux = { cgroup_driver: CGROUP_DRIVER_SYSTEMD };
       let q = start;
       while (q < end) {

@@ -24,6 +24,7 @@ import * as labels from './labels.js';
 import type { Backoff } from '../util/backoff.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { KubeletError } from '../util/errors.js';
 
 export { MINIMUM_GRACE_PERIOD_SECONDS } from './kill.js';
 export { computePodActions, latestByName, type ContainerToKill, type PodActions, type ProbeResultsView } from './pod-actions.js';
@@ -274,7 +275,7 @@ export class RuntimeManager implements KubeletRuntime {
         podCgroup: resize.podCgroup,
         setActuated: (p, name, res) => resize.setActuated(p, name, res),
         updateContainerResources: async (p, c, id) => {
-          if (!cri.updateContainerResources) throw new Error('the runtime client cannot update container resources');
+          if (!cri.updateContainerResources) throw new KubeletError('ERR_CRI_UNSUPPORTED', 'the runtime client cannot update container resources');
           const linux = generateLinuxContainerResources(p, c, { memoryCapacityBytes: this.opts.memoryCapacityBytes });
           // what the container was created with stays: only cpu, memory and huge pages move
           delete linux.oom_score_adj;

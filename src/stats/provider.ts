@@ -34,6 +34,7 @@ import {
   type SummaryPlan,
   type Time,
 } from './summary.js';
+import { KubeletError } from '../util/errors.js';
 
 /** upstream: cAdvisor's housekeeping interval as the kubelet sets it. */
 export const DEFAULT_STATS_HOUSEKEEPING_INTERVAL_MS = 10_000;
@@ -245,7 +246,7 @@ export class StatsProvider {
 
   /** The ref of a cgroup path, with every controller (/metrics/cadvisor). */
   cgroupRef(path: string): CgroupRef {
-    if (!this.#mounts) throw new Error('stats provider not started');
+    if (!this.#mounts) throw new KubeletError('ERR_STATS_NOT_STARTED', 'stats provider not started');
     return cgroupRefFor(this.#mounts, path);
   }
 

@@ -62,6 +62,7 @@ const SAMPLES: Record<string, string> = {
   'cpu-cfs-quota': 'false', 'cgroups-per-qos': 'false', 'enable-controller-attach-detach': 'false', 'register-schedulable': 'false',
   'logging-format': 'json', 'log-flush-frequency': '1s', 'cpu-manager-reconcile-period': '1s', 'cpu-cfs-quota-period': '50ms',
   'topology-manager-scope': 'pod', 'hairpin-mode': 'none', 'authorization-mode': 'Webhook', 'cgroup-driver': 'systemd',
+  'cloud-provider': 'external',
 };
 
 function sample(name: string): string {

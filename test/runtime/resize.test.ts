@@ -100,7 +100,7 @@ test('doPodResizeAction: a pod memory limit at or below the pod\'s usage is refu
   const actions = emptyResizeActions();
   computeContainerResizeAction(a, running('a'), { limits: { memory: '128Mi' }, requests: { memory: '64Mi' } }, actions);
   const h = harness({ cpuQuota: -1, cpuPeriod: 100000, cpuShares: 2, memoryLimit: 128 * 1024 * 1024 }, 100 * 1024 * 1024);
-  await assert.rejects(doPodResizeAction(burstable([a]), actions, h.deps), /^Error: aborting attempt to set pod memory limit less than current memory usage for pod p$/);
+  await assert.rejects(doPodResizeAction(burstable([a]), actions, h.deps), /^KubeletError: aborting attempt to set pod memory limit less than current memory usage for pod p$/);
   assert.deepEqual(h.calls, []);
   assert.equal(h.actuated.size, 0);
 });

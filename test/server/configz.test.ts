@@ -29,7 +29,8 @@ describe('/configz', () => {
     const e = body.kubeletconfigEnforcement as { implemented: string[]; notImplemented: string[]; notModeled: string[] };
     assert.ok(e.implemented.includes('authentication'));
     assert.ok(e.implemented.includes('readOnlyPort'));
-    assert.ok(e.notImplemented.includes('protectKernelDefaults'));
+    assert.ok(e.implemented.includes('protectKernelDefaults'));
+    assert.ok(e.notImplemented.includes('cgroupsPerQOS'));
     assert.ok(e.implemented.includes('rotateCertificates'));
     assert.ok(e.implemented.includes('serverTLSBootstrap'));
     assert.ok(e.notModeled.includes('makeIPTablesUtilChains'));
