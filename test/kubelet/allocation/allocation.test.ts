@@ -122,6 +122,7 @@ test('applyResizeStatus: allocatedResources and resources (runtime figures, spel
     am.handlePodResourcesResize(p, () => ({ fit: true }));
     const done = applyResizeStatus(p, base, rs, am);
     assert.deepEqual(done.conditions!.map((c) => c.type), ['Ready']);
+    await am.flush(); // the checkpoint writes in flight end before the directory goes
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
